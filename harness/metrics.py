@@ -1,0 +1,120 @@
+"""Physical counters measured by Spark itself, read from the driver's REST status API
+(the data behind the Spark UI), for all jobs run under the given job groups.
+
+A *round* is an executed stage that reads shuffle data: the receiving side of one exchange, where
+the MPC model measures load. Its per-task records read are the per-worker loads."""
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from contextlib import contextmanager
+
+from .errors import ExecutionError
+
+_EXEC_METRICS = ("JVMHeapMemory", "OnHeapExecutionMemory", "ProcessTreeJVMRSSMemory")
+
+
+class SparkCounters:
+    def __init__(self, spark):
+        self.sc = spark.sparkContext
+        url = self.sc.uiWebUrl
+        if not url:
+            raise ExecutionError("Spark UI is disabled; the harness needs it (spark.ui.enabled=true) to read task metrics")
+        port = url.rsplit(":", 1)[1]
+        host = "127.0.0.1" if self.sc.master.startswith("local") else url.split("//", 1)[1].rsplit(":", 1)[0]
+        self.base = f"http://{host}:{port}/api/v1/applications/{self.sc.applicationId}"
+
+    @contextmanager
+    def job_group(self, group: str, description: str = ""):
+        """Tag every Spark job started by this thread inside the block."""
+        self.sc.setJobGroup(group, description or group, interruptOnCancel=True)
+        try:
+            yield
+        finally:
+            self.sc.setLocalProperty("spark.jobGroup.id", None)
+            self.sc.setLocalProperty("spark.job.description", None)
+
+    def cancel(self, group: str) -> None:
+        self.sc.cancelJobGroup(group)
+
+    def _get(self, path: str):
+        with urllib.request.urlopen(self.base + path, timeout=30) as resp:
+            return json.load(resp)
+
+    def _jobs(self, groups: set[str], settle_s: float) -> list[dict]:
+        """Jobs of the groups, once the status store has seen all of them finish."""
+        deadline = time.monotonic() + settle_s
+        while True:
+            jobs = [j for j in self._get("/jobs") if j.get("jobGroup") in groups]
+            if all(j["status"] in ("SUCCEEDED", "FAILED") for j in jobs):
+                stages = {s for j in jobs for s in j["stageIds"]}
+                pending = [s for s in self._get("/stages") if s["stageId"] in stages and s["status"] == "ACTIVE"]
+                if not pending:
+                    return jobs
+            if time.monotonic() > deadline:
+                return jobs
+            time.sleep(0.05)
+
+    def collect(self, groups: list[str], settle_s: float = 15.0) -> dict:
+        jobs = self._jobs(set(groups), settle_s)
+        stage_ids = sorted({s for j in jobs for s in j["stageIds"]})
+        phase_of = {s: j.get("jobGroup") for j in jobs for s in j["stageIds"]}
+        totals = dict(shuffle_write_records=0, shuffle_write_bytes=0, shuffle_read_records=0, shuffle_read_bytes=0,
+                      spill_bytes=0, spill_memory_bytes=0, peak_exec_memory_bytes=0, tasks=0, stages=0)
+        per_round = []
+        peaks = {k: 0 for k in _EXEC_METRICS}
+        for sid in stage_ids:
+            for attempt in self._get(f"/stages/{sid}"):
+                if attempt["status"] not in ("COMPLETE", "FAILED"):
+                    continue  # skipped: its shuffle output was reused
+                totals["stages"] += 1
+                totals["shuffle_write_records"] += attempt.get("shuffleWriteRecords", 0)
+                totals["shuffle_write_bytes"] += attempt.get("shuffleWriteBytes", 0)
+                totals["shuffle_read_records"] += attempt.get("shuffleReadRecords", 0)
+                totals["shuffle_read_bytes"] += attempt.get("shuffleReadBytes", 0)
+                totals["spill_bytes"] += attempt.get("diskBytesSpilled", 0)
+                totals["spill_memory_bytes"] += attempt.get("memoryBytesSpilled", 0)
+                for k in peaks:
+                    peaks[k] = max(peaks[k], (attempt.get("peakExecutorMetrics") or {}).get(k, 0))
+                tasks = self._get(f"/stages/{sid}/{attempt['attemptId']}/taskList?length={attempt['numTasks'] + 100}")
+                tasks = [t for t in tasks if t.get("status") == "SUCCESS" and "taskMetrics" in t]
+                totals["tasks"] += len(tasks)
+                for t in tasks:
+                    totals["peak_exec_memory_bytes"] = max(totals["peak_exec_memory_bytes"], t["taskMetrics"].get("peakExecutionMemory", 0))
+                reads = [t["taskMetrics"]["shuffleReadMetrics"]["recordsRead"] for t in tasks]
+                if attempt.get("shuffleReadRecords", 0) > 0 and reads:
+                    per_round.append({
+                        "stage": sid, "attempt": attempt["attemptId"], "phase": (phase_of.get(sid) or "").rsplit(":", 1)[-1],
+                        "tasks": len(reads), "records": sum(reads),
+                        "bytes": attempt.get("shuffleReadBytes", 0),
+                        "max_task_records": max(reads), "mean_task_records": sum(reads) / len(reads),
+                        "skew": (max(reads) / (sum(reads) / len(reads))) if sum(reads) else None,
+                    })
+        # The load L of the MPC model is the largest per-worker receive in any round; the skew is
+        # reported for that heaviest round (max/mean over its tasks).
+        heaviest = max(per_round, key=lambda r: r["max_task_records"], default=None)
+        task_peak = totals.pop("peak_exec_memory_bytes")
+        return dict(
+            totals,
+            shuffle_records=totals["shuffle_write_records"],
+            shuffle_bytes=totals["shuffle_write_bytes"],
+            rounds=len(per_round),
+            max_task_records=heaviest["max_task_records"] if heaviest else 0,
+            mean_task_records=heaviest["mean_task_records"] if heaviest else 0.0,
+            load_skew=heaviest["skew"] if heaviest else None,
+            peak_exec_memory_bytes=max(task_peak, peaks["OnHeapExecutionMemory"]),
+            task_peak_exec_memory_bytes=task_peak,
+            executor_peak_jvm_heap_bytes=peaks["JVMHeapMemory"] or None,
+            executor_peak_execution_memory_bytes=peaks["OnHeapExecutionMemory"] or None,
+            executor_peak_rss_bytes=peaks["ProcessTreeJVMRSSMemory"] or None,
+            driver_peak_jvm_heap_bytes=self._driver_peak_heap(),
+            jobs=len(jobs),
+            per_round=per_round,
+        )
+
+    def _driver_peak_heap(self) -> int | None:
+        for ex in self._get("/allexecutors"):
+            if ex.get("id") == "driver":
+                return (ex.get("peakMemoryMetrics") or {}).get("JVMHeapMemory") or None
+        return None

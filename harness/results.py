@@ -1,0 +1,76 @@
+"""Result records: provenance (git, machine), ids, and atomic JSON files."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import socket
+import subprocess
+import tempfile
+import uuid
+from functools import lru_cache
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+REPO = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO / "results"
+STATUSES = ("OK", "VAL", "TIM", "EXE", "DAT")
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def new_run_id() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+
+
+@lru_cache(maxsize=1)
+def git_info() -> dict:
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--", ".", ":(exclude)results")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+@lru_cache(maxsize=1)
+def machine_info() -> dict:
+    from . import check_java
+
+    mem = None
+    try:
+        with open("/proc/meminfo") as fh:
+            mem = int(fh.readline().split()[1]) * 1024
+    except OSError:
+        pass
+    java = check_java.java_version()
+    return {
+        "hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
+        "cpus": os.cpu_count(), "memory_bytes": mem, "python": platform.python_version(),
+        "java": java[1] if java else None,
+    }
+
+
+def write_json_atomic(path: Path, data: dict) -> Path:
+    """Write to a temporary file in the same directory, then rename: a reader never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=1, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

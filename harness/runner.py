@@ -1,0 +1,173 @@
+"""Run one (query, dataset, implementation, parameters) combination: load, prepare, count, measure,
+verify, and return the complete result record. Every failure becomes a typed status."""
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from . import datasets, results, spark as spark_factory
+from .errors import DataError, ExecutionError, HarnessError, RunTimeout
+from .metrics import SparkCounters
+from .query import Query, load_query, make_join_spec
+from .verify import ORACLE_CHOICES
+
+
+@dataclass
+class RunRequest:
+    query: str | dict | Query
+    dataset: str
+    impl: str
+    workers: int = 2
+    semantics: str = "undirected"
+    oracle: str = "auto"
+    timeout_s: float | None = None
+    oracle_timeout_s: float = 600.0
+    params: dict = field(default_factory=dict)
+    attribute_order: tuple[str, ...] | None = None
+    workload: str | None = None
+    trial: int = 0
+
+
+class Runner:
+    """Holds one Spark session and the graphs loaded so far (a workload loads each dataset once)."""
+
+    def __init__(self, master: str | None = None, workers: int = 2):
+        self.master = master
+        self.initial_workers = workers
+        self._spark = None
+        self._counters = None
+        self._graphs: dict[tuple[str, str, str], tuple[datasets.Graph, float]] = {}
+
+    @property
+    def spark(self):
+        if self._spark is None:
+            self._spark = spark_factory.get_session(self.master, self.initial_workers)
+            self._counters = SparkCounters(self._spark)
+        return self._spark
+
+    def graph(self, source: datasets.Source, semantics: str, workers: int) -> tuple[datasets.Graph, float, bool]:
+        """(graph, load seconds, reused) — reused graphs report the load time of their first use."""
+        key = (source.kind, source.location, semantics)
+        if key in self._graphs:
+            graph, load_s = self._graphs[key]
+            return graph, load_s, True
+        start = time.perf_counter()
+        with self._counters.job_group(f"load:{source.name}"):
+            graph = datasets.load(self.spark, source, semantics, partitions=workers)
+        load_s = time.perf_counter() - start
+        self._graphs[key] = (graph, load_s)
+        return graph, load_s, False
+
+    def run(self, req: RunRequest) -> dict:
+        run_id = results.new_run_id()
+        started = time.perf_counter()
+        record = {
+            "schema_version": results.SCHEMA_VERSION, "run_id": run_id, "timestamp": results.now_iso(),
+            "git": results.git_info(), "machine": results.machine_info(),
+            "workload": req.workload, "trial": req.trial, "semantics": req.semantics,
+            "query": {"name": str(req.query)} if not isinstance(req.query, (dict, Query)) else {"name": getattr(req.query, "name", None) or req.query.get("name")},
+            "dataset": {"name": req.dataset}, "implementation": req.impl,
+            "params": {"workers": req.workers, **req.params}, "status": None, "error": None,
+            "count": None, "verified": False, "oracle": None, "checks": [], "metrics": {}, "logical": {},
+        }
+        metrics = record["metrics"]
+        try:
+            from implementations import RunContext, get as get_impl
+
+            if req.oracle not in ORACLE_CHOICES:
+                raise DataError(f"unknown oracle '{req.oracle}' (expected one of {', '.join(ORACLE_CHOICES)})")
+            if req.workers < 1:
+                raise DataError(f"workers must be at least 1, got {req.workers}")
+            impl_cls = get_impl(req.impl)
+            query, options = load_query(req.query)
+            spec = make_join_spec(query, req.semantics, req.attribute_order, **options)
+            record["query"] = {
+                "name": query.name, "pattern": query.describe(), "attributes": list(query.attributes),
+                "attribute_order": list(spec.attribute_order), "less_than": [list(p) for p in spec.less_than],
+                "distinct": [list(p) for p in spec.distinct],
+            }
+            source = datasets.resolve(req.dataset)
+            if self._spark is None:  # session start-up is reported on its own, outside wall_s
+                session_start = time.perf_counter()
+                self.spark
+                metrics["session_start_s"] = round(time.perf_counter() - session_start, 4)
+                started = time.perf_counter()
+            spark = self.spark
+            spark_factory.set_workers(spark, req.workers)
+            record["spark"] = {"master": spark.sparkContext.master, "version": spark.version, "app_id": spark.sparkContext.applicationId}
+            graph, load_s, reused = self.graph(source, req.semantics, req.workers)
+            record["dataset"] = graph.describe()
+            metrics.update(load_s=round(load_s, 4), load_reused=reused)
+
+            impl = impl_cls(RunContext(spark, graph, spec, req.workers, dict(req.params)))
+            deadline = None if req.timeout_s is None else time.perf_counter() + req.timeout_s
+            index_s, _ = self._timed(f"{run_id}:index", impl.prepare, deadline)
+            query_s, outcome = self._timed(f"{run_id}:query", impl.count, deadline)
+            metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4))
+            metrics["wall_s"] = round(time.perf_counter() - started, 4)
+            record["count"] = int(outcome.count)
+            record["logical"] = outcome.counters
+            metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query"]))
+
+            from .verify import verify
+
+            def fetch(limit: int) -> list[tuple]:
+                with self._counters.job_group(f"{run_id}:verify"):
+                    return impl.matches(limit)
+
+            check = verify(graph.published, graph.parquet_glob(), graph.edges, spec, record["count"], fetch,
+                           req.oracle, req.oracle_timeout_s)
+            disagrees = check.pop("disagrees")
+            record.update(check)
+            record["status"] = "VAL" if disagrees else "OK"
+        except HarnessError as exc:
+            record["status"] = exc.status
+            record["error"] = str(exc)
+            if exc.__cause__ is not None:
+                record["traceback"] = "".join(traceback.format_exception(exc.__cause__, limit=8))
+        except Exception as exc:  # an implementation or Spark failure
+            record["status"] = "EXE"
+            record["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
+            record["traceback"] = traceback.format_exc(limit=8)
+        if record["status"] in ("TIM", "EXE") and self._counters is not None:
+            try:
+                metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query"], settle_s=5))
+            except Exception:
+                pass
+        metrics.setdefault("wall_s", round(time.perf_counter() - started, 4))
+        return record
+
+    def _timed(self, group: str, fn, deadline: float | None):
+        """Run fn in a thread tagged with a Spark job group; cancel the group at the deadline."""
+        from pyspark import InheritableThread
+
+        box: dict = {}
+
+        def target():
+            with self._counters.job_group(group):
+                try:
+                    box["value"] = fn()
+                except BaseException as exc:
+                    box["error"] = exc
+
+        thread = InheritableThread(target=target, daemon=True)
+        start = time.perf_counter()
+        thread.start()
+        thread.join(None if deadline is None else max(0.0, deadline - time.perf_counter()))
+        if thread.is_alive():
+            self._counters.cancel(group)
+            thread.join(60)
+            raise RunTimeout(f"timed out after {time.perf_counter() - start:.1f} s in {group.rsplit(':', 1)[1]}")
+        if "error" in box:
+            exc = box["error"]
+            if isinstance(exc, HarnessError):
+                raise exc
+            raise ExecutionError(f"{type(exc).__name__}: {_first_line(exc)}") from exc
+        return time.perf_counter() - start, box.get("value")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__

@@ -1,0 +1,84 @@
+"""The one Spark session factory. Embedded local[*] by default; SPARK_MASTER or --master for a cluster."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from . import check_java
+from .errors import ExecutionError
+
+_LOG4J = Path(__file__).with_name("log4j2.properties")
+_session = None
+
+
+def resolve_master(master: str | None = None) -> str:
+    return master or os.environ.get("SPARK_MASTER") or "local[*]"
+
+
+def is_local(master: str) -> bool:
+    return master.startswith("local")
+
+
+def get_session(master: str | None = None, workers: int = 2):
+    """Create (once) and return the process-wide SparkSession.
+
+    `workers` is the number of logical workers: the partition count of every exchange. It can be
+    changed later per run with `set_workers` because it is a runtime SQL setting.
+    """
+    global _session
+    if _session is not None:
+        set_workers(_session, workers)
+        return _session
+    msg = check_java.problem()
+    if msg:
+        raise ExecutionError(msg)
+    master = resolve_master(master)
+    if is_local(master):
+        # Bind the driver, block manager and UI to loopback (the UI reads SPARK_LOCAL_IP).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    scratch = Path(os.environ.get("HARNESS_SPARK_TMP", Path(tempfile.gettempdir()) / "harness-spark"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    java_opts = f"-Dlog4j2.configurationFile=file:{_LOG4J}"
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("subgraph-harness")
+        .config("spark.driver.memory", os.environ.get("HARNESS_DRIVER_MEMORY", "8g"))
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts)
+        .config("spark.ui.enabled", "true")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.ui.retainedJobs", "5000")
+        .config("spark.ui.retainedStages", "5000")
+        .config("spark.ui.retainedTasks", "500000")
+        .config("spark.local.dir", str(scratch))
+        .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
+        # Measured exchanges must be real shuffles with exactly `workers` partitions:
+        # no broadcast joins and no adaptive re-partitioning.
+        .config("spark.sql.autoBroadcastJoinThreshold", "-1")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.sql.shuffle.partitions", str(workers))
+        .config("spark.default.parallelism", str(workers))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Poll executor memory so stage peaks include hash-join build sides, which task metrics miss.
+        .config("spark.executor.metrics.pollingInterval", "100ms")
+        .config("spark.executor.heartbeatInterval", "2s")
+    )
+    if is_local(master):
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    _session = builder.getOrCreate()
+    _session.sparkContext.setLogLevel("ERROR")
+    return _session
+
+
+def set_workers(spark, workers: int) -> None:
+    spark.conf.set("spark.sql.shuffle.partitions", str(workers))
+
+
+def stop_session() -> None:
+    global _session
+    if _session is not None:
+        _session.stop()
+        _session = None

@@ -1,0 +1,167 @@
+"""Workloads are data: a YAML file expands to datasets x queries x semantics x implementations x
+parameters x trials. Schema errors name the file and the key."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .errors import DataError
+from .query import SEMANTICS, query_from_mapping
+from .runner import RunRequest
+from .verify import ORACLE_CHOICES
+
+WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
+
+_LIST_KEYS = {"queries", "semantics", "datasets", "implementations", "workers"}
+_SCALAR_KEYS = {"name", "description", "trials", "oracle", "timeout_s", "oracle_timeout_s", "params", "attribute_order"}
+_KEYS = _LIST_KEYS | _SCALAR_KEYS | {"tiers"}
+
+
+@dataclass
+class Workload:
+    name: str
+    path: Path
+    description: str
+    queries: list
+    semantics: list[str]
+    datasets: list[str]
+    implementations: list[str]
+    workers: list[int]
+    trials: int = 1
+    oracle: str = "auto"
+    timeout_s: float | None = 600.0
+    oracle_timeout_s: float = 600.0
+    params: dict = field(default_factory=dict)
+    attribute_order: list[str] | None = None
+    tier: str = "default"
+
+    def requests(self) -> list[RunRequest]:
+        """Every run, datasets outermost so each graph is loaded once."""
+        grid_keys = sorted(k for k, v in self.params.items() if isinstance(v, list))
+        grids = [dict(zip(grid_keys, combo)) for combo in itertools.product(*(self.params[k] for k in grid_keys))]
+        fixed = {k: v for k, v in self.params.items() if k not in grid_keys}
+        out = []
+        for dataset, semantics, query, impl, workers, grid in itertools.product(
+            self.datasets, self.semantics, self.queries, self.implementations, self.workers, grids or [{}]
+        ):
+            for trial in range(self.trials):
+                out.append(RunRequest(
+                    query=query, dataset=dataset, impl=impl, workers=workers, semantics=semantics,
+                    oracle=self.oracle, timeout_s=self.timeout_s, oracle_timeout_s=self.oracle_timeout_s,
+                    params={**fixed, **grid}, attribute_order=tuple(self.attribute_order) if self.attribute_order else None,
+                    workload=self.name, trial=trial,
+                ))
+        return out
+
+
+def resolve_path(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise DataError(f"workload file {path}: not found")
+        return path
+    candidate = WORKLOAD_DIR / f"{name_or_path}.yaml"
+    if not candidate.is_file():
+        known = ", ".join(sorted(p.stem for p in WORKLOAD_DIR.glob("*.yaml")))
+        raise DataError(f"unknown workload '{name_or_path}' (known: {known})")
+    return candidate
+
+
+def load(name_or_path: str, tier: str | None = None) -> Workload:
+    path = resolve_path(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f":{mark.line + 1}" if mark is not None else ""
+        raise DataError(f"{path}{at}: invalid YAML ({getattr(exc, 'problem', None) or exc})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: a workload must be a mapping of keys")
+    _check_keys(data, _KEYS, str(path))
+    tiers = data.pop("tiers", {}) or {}
+    if not isinstance(tiers, dict):
+        raise DataError(f"{path}: key 'tiers' must map tier names to overrides")
+    if tier and tier != "default":
+        if tier not in tiers:
+            raise DataError(f"{path}: no tier '{tier}' (tiers: {', '.join(['default', *tiers]) })")
+        override = tiers[tier]
+        if not isinstance(override, dict):
+            raise DataError(f"{path}: key 'tiers.{tier}' must be a mapping")
+        _check_keys(override, _KEYS - {"tiers", "name"}, f"{path}: tiers.{tier}")
+        data = {**data, **override}
+    return _build(data, path, tier or "default")
+
+
+def _check_keys(data: dict, allowed: set[str], where: str) -> None:
+    for key in data:
+        if key not in allowed:
+            raise DataError(f"{where}: unknown key '{key}' (allowed: {', '.join(sorted(allowed))})")
+
+
+def _as_list(data: dict, key: str, path: Path, item_type, required: bool = True) -> list:
+    if key not in data:
+        if required:
+            raise DataError(f"{path}: missing key '{key}'")
+        return []
+    value = data[key]
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise DataError(f"{path}: key '{key}' must not be empty")
+    for i, item in enumerate(items):
+        if not isinstance(item, item_type) or isinstance(item, bool):
+            kind = item_type.__name__ if isinstance(item_type, type) else " or ".join(t.__name__ for t in item_type)
+            raise DataError(f"{path}: key '{key}[{i}]' must be a {kind}, got {item!r}")
+    return items
+
+
+def _number(data: dict, key: str, path: Path, default, positive: bool = True, integer: bool = False):
+    if key not in data:
+        return default
+    value = data[key]
+    if value is None and not integer:
+        return None
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if not ok or isinstance(value, bool) or (positive and value <= 0):
+        raise DataError(f"{path}: key '{key}' must be a positive {'integer' if integer else 'number'}, got {value!r}")
+    return value
+
+
+def _build(data: dict, path: Path, tier: str) -> Workload:
+    queries = _as_list(data, "queries", path, (str, dict))
+    for i, q in enumerate(queries):
+        if isinstance(q, dict):
+            query_from_mapping(q, f"{path}: queries[{i}]")
+        elif q.endswith((".yaml", ".yml")) and not Path(q).is_absolute():
+            queries[i] = str(path.parent / q)  # query files are relative to the workload
+    semantics = _as_list(data, "semantics", path, str, required=False) or ["undirected"]
+    for i, s in enumerate(semantics):
+        if s not in SEMANTICS:
+            raise DataError(f"{path}: key 'semantics[{i}]' must be one of {', '.join(SEMANTICS)}, got {s!r}")
+    workers = _as_list(data, "workers", path, int, required=False) or [2]
+    for i, w in enumerate(workers):
+        if w < 1:
+            raise DataError(f"{path}: key 'workers[{i}]' must be at least 1, got {w}")
+    oracle = data.get("oracle", "auto")
+    if oracle not in ORACLE_CHOICES:
+        raise DataError(f"{path}: key 'oracle' must be one of {', '.join(ORACLE_CHOICES)}, got {oracle!r}")
+    params = data.get("params", {}) or {}
+    if not isinstance(params, dict):
+        raise DataError(f"{path}: key 'params' must be a mapping")
+    order = data.get("attribute_order")
+    if order is not None and not (isinstance(order, list) and all(isinstance(a, str) for a in order)):
+        raise DataError(f"{path}: key 'attribute_order' must be a list of attribute names")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise DataError(f"{path}: key 'description' must be a string")
+    return Workload(
+        name=str(data.get("name") or path.stem), path=path, description=description,
+        queries=queries, semantics=semantics,
+        datasets=_as_list(data, "datasets", path, str),
+        implementations=_as_list(data, "implementations", path, str),
+        workers=workers, trials=_number(data, "trials", path, 1, integer=True), oracle=oracle,
+        timeout_s=_number(data, "timeout_s", path, 600.0), oracle_timeout_s=_number(data, "oracle_timeout_s", path, 600.0) or 600.0,
+        params=params, attribute_order=order, tier=tier,
+    )

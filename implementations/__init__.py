@@ -1,0 +1,19 @@
+"""Registry of implementations by name."""
+from __future__ import annotations
+
+from harness.errors import DataError
+
+from .base import Implementation, Outcome, RunContext
+from .binary import BinaryJoin
+
+REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (BinaryJoin,)}
+
+
+def get(name: str) -> type[Implementation]:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise DataError(f"unknown implementation '{name}' (registered: {', '.join(sorted(REGISTRY))})") from None
+
+
+__all__ = ["REGISTRY", "Implementation", "Outcome", "RunContext", "get"]

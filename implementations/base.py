@@ -1,0 +1,50 @@
+"""The plug-in interface. The harness times `prepare` (index_s) and `count` (query_s), collects
+Spark's counters, verifies the count and writes results; an implementation only computes."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+
+from harness.datasets import Graph
+from harness.query import JoinSpec
+
+
+@dataclass
+class RunContext:
+    spark: SparkSession
+    graph: Graph
+    spec: JoinSpec
+    workers: int
+    params: dict = field(default_factory=dict)
+
+    @property
+    def edges(self) -> DataFrame:
+        """The canonical edge relation (src, dst), cached in Spark."""
+        return self.graph.df
+
+
+@dataclass
+class Outcome:
+    count: int
+    counters: dict = field(default_factory=dict)  # logical counters the implementation wants reported
+
+
+class Implementation(ABC):
+    name: str = ""
+    description: str = ""
+
+    def __init__(self, ctx: RunContext):
+        self.ctx = ctx
+
+    def prepare(self) -> None:
+        """Build indices or arrangements. Timed as index_s. Default: nothing to build."""
+
+    @abstractmethod
+    def count(self) -> Outcome:
+        """Count the matches without collecting them to the driver. Timed as query_s."""
+
+    @abstractmethod
+    def matches(self, limit: int) -> list[tuple]:
+        """Up to `limit` matches, as tuples in `spec.query.attributes` order (used only to verify)."""

@@ -1,0 +1,38 @@
+"""One Spark session per test session, and a private dataset cache so tests start from nothing."""
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_CACHE = tempfile.mkdtemp(prefix="harness-test-cache-")
+os.environ["HARNESS_CACHE"] = _CACHE
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("HARNESS_SHARED", REPO.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from harness import spark as factory
+
+    session = factory.get_session(workers=2)
+    yield session
+    factory.stop_session()
+    shutil.rmtree(_CACHE, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def runner(spark):
+    from harness.runner import Runner
+
+    return Runner()
+
+
+@pytest.fixture(scope="session")
+def shared_datasets():
+    manifest = SHARED / "datasets" / "manifest.json"
+    if not manifest.is_file():
+        pytest.skip(f"shared datasets not found at {manifest} (tests expect shared/ beside the repository)")
+    return SHARED / "datasets"

@@ -1,0 +1,41 @@
+"""Hypothesis strategies shared by the test modules: random patterns and messy random graphs."""
+from hypothesis import strategies as st
+
+from harness.query import Query
+
+
+@st.composite
+def connected_patterns(draw, min_vertices: int = 2, max_vertices: int = 5, directed: bool = False) -> Query:
+    """A random connected pattern: a random spanning tree plus random extra edges. Directed
+    patterns orient each edge at random and may add the reverse atom too."""
+    n = draw(st.integers(min_vertices, max_vertices))
+    attrs = [f"v{i}" for i in range(n)]
+    pairs = set()
+    for i in range(1, n):
+        pairs.add((draw(st.integers(0, i - 1)), i))
+    others = [(i, j) for i in range(n) for j in range(i + 1, n) if (i, j) not in pairs]
+    if others:
+        pairs |= set(draw(st.lists(st.sampled_from(others), unique=True, max_size=len(others))))
+    edges = []
+    for i, j in sorted(pairs):
+        if directed and draw(st.booleans()):
+            i, j = j, i
+        edges.append((attrs[i], attrs[j]))
+        if directed and draw(st.integers(0, 4)) == 0:
+            edges.append((attrs[j], attrs[i]))
+    order = draw(st.permutations(edges))
+    return Query("random", tuple(order))
+
+
+@st.composite
+def messy_graphs(draw, max_vertices: int = 12, max_rows: int = 45) -> list[tuple[int, int]]:
+    """Edge rows with self-loops, duplicates, both directions, a hub and isolated ids."""
+    n = draw(st.integers(1, max_vertices))
+    ids = st.integers(0, n - 1)
+    rows = draw(st.lists(st.tuples(ids, ids), max_size=max_rows))
+    if n > 2 and draw(st.booleans()):  # a hub adjacent to most vertices
+        hub = draw(ids)
+        rows += [(hub, v) if draw(st.booleans()) else (v, hub) for v in range(n) if draw(st.integers(0, 4))]
+    if rows and draw(st.booleans()):
+        rows += draw(st.lists(st.sampled_from(rows), max_size=8))  # exact duplicates
+    return rows

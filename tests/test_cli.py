@@ -1,0 +1,69 @@
+"""The command line as a user runs it: exit codes, one-line errors, complete result files."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def harness(*args, cwd=REPO, timeout=600):
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def error_lines(proc) -> list[str]:
+    return [l for l in proc.stderr.splitlines() if l.startswith("error")]
+
+
+def test_run_malformed_edge_line_exits_2_and_writes_a_complete_DAT_result(tmp_path):
+    edges = tmp_path / "bad.txt"
+    edges.write_text("1 2\n2 3\n3 x4\n")
+    out = tmp_path / "result.json"
+    proc = harness("run", "--query", "triangle", "--dataset", str(edges), "--impl", "binary", "--json", str(out))
+    assert proc.returncode == 2
+    [line] = error_lines(proc)
+    assert f"{edges}:3: non-integer vertex id 'x4'" in line
+    record = json.loads(out.read_text())
+    assert record["status"] == "DAT" and record["count"] is None and "bad.txt:3" in record["error"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary leftovers
+
+
+def test_run_unknown_names_fail_fast(tmp_path):
+    for flag, value, message in [("--impl", "nope", "unknown implementation 'nope'"),
+                                 ("--query", "nope", "unknown query 'nope'"),
+                                 ("--dataset", "nope", "unknown dataset 'nope'")]:
+        args = {"--query": "triangle", "--dataset": "rmat-small", "--impl": "binary", flag: value}
+        proc = harness("run", *[x for kv in args.items() for x in kv], "--json", str(tmp_path / "r.json"))
+        assert proc.returncode == 2 and len(error_lines(proc)) == 1 and message in error_lines(proc)[0]
+
+
+def test_bench_yaml_error_names_the_key_and_writes_nothing(tmp_path):
+    workload = tmp_path / "broken.yaml"
+    workload.write_text("queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary]\ntrails: 3\n")
+    out = tmp_path / "results"
+    proc = harness("bench", str(workload), "--results", str(out))
+    assert proc.returncode == 2
+    [line] = error_lines(proc)
+    assert "broken.yaml: unknown key 'trails'" in line
+    assert not out.exists()
+
+
+def test_bench_runs_a_workload_end_to_end(tmp_path):
+    workload = tmp_path / "mini.yaml"
+    workload.write_text(
+        "name: mini\nqueries: [triangle, 'a-b,b-c,c-d,d-a']\nsemantics: [undirected, directed]\n"
+        "datasets: [rmat-small]\nimplementations: [binary]\nworkers: [2]\n"
+    )
+    out = tmp_path / "results"
+    proc = harness("bench", str(workload), "--results", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = sorted(out.glob("*.json"))
+    assert len(files) == 4
+    for f in files:
+        record = json.loads(f.read_text())
+        assert record["status"] == "OK" and record["verified"] and record["workload"] == "mini"
+        assert record["metrics"]["shuffle_records"] > 0
+    assert "verified by" in proc.stdout and "duckdb ✓" in proc.stdout

@@ -1,0 +1,136 @@
+"""Edge-file parsing, canonicalisation counts, the Parquet cache and the R-MAT generator."""
+import gzip
+
+import pytest
+from pyspark.sql import functions as F
+
+from harness import datasets, generators
+from harness.errors import DataError
+
+MESSY = (
+    "# a comment\r\n"
+    "1 2\r\n"
+    "2\t1\r\n"        # reverse of 1-2
+    "1   2\r\n"       # exact duplicate
+    "3 3\r\n"         # self-loop
+    "2 3\n"
+    "  4 5  \n"
+    "\n"
+    "5 4\n"
+)
+
+
+def _edges(graph):
+    return sorted(tuple(r) for r in graph.df.collect())
+
+
+def test_snap_text_canonicalisation_counts_every_step(spark, tmp_path):
+    path = tmp_path / "messy.txt"
+    path.write_text(MESSY)
+    und = datasets.load(spark, datasets.resolve(str(path)), "undirected")
+    assert _edges(und) == [(1, 2), (2, 3), (4, 5)]
+    assert und.vertices == 5 and und.edges == 3
+    assert und.cleaning == {"input_rows": 7, "self_loops_dropped": 1, "duplicates_dropped": 1, "reverse_pairs_merged": 2}
+    d = datasets.load(spark, datasets.resolve(str(path)), "directed")
+    assert _edges(d) == [(1, 2), (2, 1), (2, 3), (3, 3), (4, 5), (5, 4)]
+    assert d.cleaning == {"input_rows": 7, "duplicates_dropped": 1, "self_loops_kept": 1}
+
+
+def test_gzip_and_cache(spark, tmp_path):
+    path = tmp_path / "messy.txt.gz"
+    path.write_bytes(gzip.compress(MESSY.encode()))
+    first = datasets.load(spark, datasets.resolve(str(path)), "undirected")
+    again = datasets.load(spark, datasets.resolve(str(path)), "undirected")
+    assert not first.cache_hit and again.cache_hit
+    assert _edges(first) == _edges(again) == [(1, 2), (2, 3), (4, 5)]
+    assert first.fingerprint == again.fingerprint
+    assert first.sha256 == again.sha256 and first.sha256_of == "file"
+    directed = datasets.load(spark, datasets.resolve(str(path)), "directed")
+    assert directed.path != first.path  # the cache is keyed by semantics too
+
+
+def test_lg_format_gzip_without_gz_suffix(spark, tmp_path):
+    path = tmp_path / "tiny.jlg"
+    path.write_bytes(gzip.compress(b"4,4,u,graph\n1,2\n2,3\n3,1\n3,4\n"))
+    graph = datasets.load(spark, datasets.resolve(str(path)), "undirected")
+    assert _edges(graph) == [(1, 2), (1, 3), (2, 3), (3, 4)]
+
+
+@pytest.mark.parametrize("body,line,message", [
+    ("1 2\n2 3 4\n", 2, "expected 2 fields, got 3"),
+    ("# c\n1 2\n1 x\n", 3, "non-integer vertex id 'x'"),
+    ("1 2\n3 -4\n", 2, "negative vertex id -4"),
+    ("1 2\n5\n", 2, "expected 2 fields, got 1"),
+    ("1 2\n1 1234567890123456789012\n", 2, "out of range"),
+])
+def test_bad_lines_name_file_and_line(spark, tmp_path, body, line, message):
+    path = tmp_path / "bad.txt"
+    path.write_text(body)
+    with pytest.raises(DataError, match=rf"bad.txt:{line}: .*{message}"):
+        datasets.load(spark, datasets.resolve(str(path)), "undirected")
+    assert not list((datasets.cache_root() / "graphs").glob("*.tmp-*")), "no half-written cache entry"
+
+
+def test_bad_line_number_across_many_partitions(spark, tmp_path):
+    path = tmp_path / "big.txt"
+    lines = [f"{i} {i + 1}" for i in range(60000)]
+    lines[45678] = "7 seven"
+    path.write_text("\n".join(lines) + "\n")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "65536")
+    try:
+        assert spark.read.text(str(path)).rdd.getNumPartitions() > 5
+        with pytest.raises(DataError, match=r"big.txt:45679: non-integer vertex id 'seven'"):
+            datasets.load(spark, datasets.resolve(str(path)), "undirected")
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+
+
+def test_empty_graph(spark, tmp_path):
+    path = tmp_path / "empty.txt"
+    path.write_text("# nothing here\n")
+    graph = datasets.load(spark, datasets.resolve(str(path)), "undirected")
+    assert graph.edges == 0 and graph.vertices == 0 and graph.df.count() == 0
+
+
+def test_unknown_dataset_and_missing_file():
+    with pytest.raises(DataError, match="unknown dataset 'no-such-graph'"):
+        datasets.resolve("no-such-graph")
+    with pytest.raises(DataError, match="edge file /nonexistent/x.txt: not found"):
+        datasets.resolve("/nonexistent/x.txt")
+    with pytest.raises(DataError, match="unknown parameter 'scal'"):
+        datasets.resolve("rmat:scal=3")
+
+
+@pytest.mark.parametrize("spec", [
+    "rmat:scale=7,ef=4,seed=3",
+    "rmat:scale=8,ef=2,a=0.7,b=0.1,c=0.1,seed=11",
+])
+def test_rmat_is_partition_invariant(spark, spec):
+    kind, params = generators.parse_spec(spec)
+    runs = [sorted(tuple(r) for r in generators.generate(spark, kind, params, p).collect()) for p in (1, 3, 8)]
+    assert runs[0] == runs[1] == runs[2]
+    assert len(runs[0]) == params.ef * 2 ** params.scale
+    assert all(0 <= v < 2 ** params.scale for edge in runs[0] for v in edge)
+
+
+def test_rmat_is_skewed_and_seeded(spark):
+    kind, params = generators.parse_spec("rmat:scale=10,ef=8,seed=1")
+    degrees = (generators.generate(spark, kind, params, 2)
+               .select(F.explode(F.array("src", "dst")).alias("v")).groupBy("v").count())
+    stats = degrees.agg(F.max("count").alias("max"), F.avg("count").alias("avg")).first()
+    assert stats["max"] > 10 * stats["avg"]  # heavy tail: a=0.57 concentrates edges on few ids
+    _, other = generators.parse_spec("rmat:scale=10,ef=8,seed=2")
+    a = generators.generate(spark, kind, params, 2).collect()
+    b = generators.generate(spark, kind, other, 2).collect()
+    assert a != b
+
+
+def test_registry_holds_the_shared_graphs(shared_datasets):
+    registry = datasets.load_registry()
+    shared = [s for s in registry.values() if s.kind == "file" and str(shared_datasets) in s.location]
+    assert len(shared) == 11
+    assert registry["ego-Facebook"].published["undirected"]["triangle"] == 1612010
+    assert registry["rmat-default"].kind == "generator"
+    # A shared file given by path is recognised, so its published counts still apply.
+    by_path = datasets.resolve(str(shared_datasets / "ego-Facebook" / "facebook_combined.txt.gz"))
+    assert by_path.name == "ego-Facebook" and by_path.published

@@ -1,0 +1,97 @@
+"""The run lifecycle: Spark-measured counters, published counts, statuses OK / VAL / TIM / DAT,
+and oracles that are skipped or time out never counting as a pass."""
+import pytest
+
+import implementations
+from harness.runner import RunRequest
+from implementations.binary import BinaryJoin
+
+REQUIRED_KEYS = {"schema_version", "run_id", "timestamp", "git", "machine", "workload", "query", "semantics",
+                 "dataset", "implementation", "params", "status", "count", "oracle", "metrics"}
+METRIC_KEYS = {"load_s", "index_s", "query_s", "wall_s", "shuffle_records", "shuffle_bytes", "rounds",
+               "max_task_records", "mean_task_records", "peak_exec_memory_bytes", "spill_bytes", "per_round"}
+
+
+def test_ego_facebook_triangles_equal_published_and_duckdb(runner, shared_datasets):
+    record = runner.run(RunRequest("triangle", "ego-Facebook", "binary", oracle="duckdb"))
+    assert record["status"] == "OK", record.get("error")
+    assert record["count"] == 1_612_010
+    checks = {c["name"]: c for c in record["checks"]}
+    assert checks["published"]["agrees"] and checks["published"]["count"] == 1_612_010
+    assert checks["duckdb"]["agrees"] and checks["duckdb"]["count"] == 1_612_010
+    assert record["verified"] is True
+
+
+def test_record_schema_and_spark_counters(runner):
+    record = runner.run(RunRequest("diamond", "rmat:scale=9,ef=8,seed=5", "binary", workers=3, oracle="duckdb"))
+    assert record["status"] == "OK", record.get("error")
+    assert REQUIRED_KEYS <= set(record) and METRIC_KEYS <= set(record["metrics"])
+    m = record["metrics"]
+    assert record["params"]["workers"] == 3
+    assert m["shuffle_records"] > 0 and m["shuffle_bytes"] > 0
+    assert m["rounds"] == len(m["per_round"]) >= 4  # three joins and the count's exchange
+    big = [r for r in m["per_round"] if r["tasks"] > 1]
+    assert big and all(r["tasks"] == 3 for r in big)  # one task per logical worker
+    assert all(r["max_task_records"] >= r["mean_task_records"] for r in m["per_round"])
+    assert sum(r["records"] for r in m["per_round"]) == m["shuffle_read_records"]
+    assert m["max_task_records"] == max(r["max_task_records"] for r in m["per_round"])
+    assert m["wall_s"] >= m["query_s"] and m["peak_exec_memory_bytes"] > 0
+    ds = record["dataset"]
+    assert ds["edges"] > 0 and ds["vertices"] > 0 and len(ds["sha256"]) == 64
+
+
+class _OffByOne(BinaryJoin):
+    """A deliberately wrong implementation: the verification must catch it."""
+
+    name = "off-by-one"
+
+    def count(self):
+        out = super().count()
+        out.count += 1
+        return out
+
+    def matches(self, limit):
+        return super().matches(limit)[1:]
+
+
+def test_wrong_count_is_VAL_with_counterexamples(runner, monkeypatch):
+    monkeypatch.setitem(implementations.REGISTRY, "off-by-one", _OffByOne)
+    record = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "off-by-one", oracle="networkx"))
+    assert record["status"] == "VAL" and record["verified"] is False
+    check = record["checks"][0]
+    assert check["agrees"] is False and check["counterexamples"][0]["kind"] == "missing"
+
+
+def test_oracle_timeout_is_recorded_not_passed(runner):
+    record = runner.run(RunRequest("clique4", "rmat:scale=11,ef=16,seed=3", "binary", oracle="duckdb", oracle_timeout_s=0.05))
+    assert record["status"] == "OK"
+    assert record["oracle"]["status"] == "timeout" and record["oracle"]["agrees"] is None
+    assert record["verified"] is False
+
+
+def test_oracle_none_is_skipped_not_passed(runner):
+    record = runner.run(RunRequest("triangle", "rmat-small", "binary", oracle="none"))
+    assert record["status"] == "OK" and record["verified"] is False
+    assert record["oracle"]["status"] == "skipped"
+
+
+def test_implementation_timeout_is_TIM_and_session_survives(runner):
+    record = runner.run(RunRequest("clique5", "rmat:scale=13,ef=16,seed=4", "binary", timeout_s=1.0, oracle="none"))
+    assert record["status"] == "TIM", record.get("error")
+    assert "timed out" in record["error"] and record["count"] is None
+    after = runner.run(RunRequest("triangle", "rmat-small", "binary", oracle="none"))
+    assert after["status"] == "OK"
+
+
+@pytest.mark.parametrize("request_kwargs,message", [
+    (dict(query="nope"), "unknown query"),
+    (dict(impl="nope"), "unknown implementation"),
+    (dict(dataset="nope"), "unknown dataset"),
+    (dict(query="a-b,c-d"), "disconnected"),
+    (dict(oracle="sql"), "unknown oracle"),
+])
+def test_bad_input_is_DAT(runner, request_kwargs, message):
+    args = {**dict(query="triangle", dataset="rmat-small", impl="binary"), **request_kwargs}
+    record = runner.run(RunRequest(**args))
+    assert record["status"] == "DAT" and message in record["error"]
+    assert REQUIRED_KEYS <= set(record)

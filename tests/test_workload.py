@@ -1,0 +1,71 @@
+"""Workload YAML: schema errors name the key, tiers override, the matrix expands (no Spark)."""
+from pathlib import Path
+
+import pytest
+
+from harness import workload
+from harness.errors import DataError
+
+SHIPPED = sorted(p.stem for p in workload.WORKLOAD_DIR.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_shipped_workload_loads_with_every_tier(name):
+    import yaml
+
+    tiers = [None, *((yaml.safe_load((workload.WORKLOAD_DIR / f"{name}.yaml").read_text()).get("tiers")) or {})]
+    for tier in tiers:
+        wl = workload.load(name, tier)
+        assert wl.requests(), f"{name} ({tier}) expands to no runs"
+
+
+def test_shipped_workloads_cover_the_builtin_queries():
+    assert {"triangle", "clique4", "diamond", "house", "clique5", "custom"} <= set(SHIPPED)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    return path
+
+
+BASE = "queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary]\n"
+
+
+@pytest.mark.parametrize("extra,message", [
+    ("trails: 3\n", "unknown key 'trails'"),
+    ("trials: 0\n", "key 'trials' must be a positive integer"),
+    ("trials: two\n", "key 'trials' must be a positive integer"),
+    ("semantics: [sideways]\n", r"key 'semantics\[0\]' must be one of"),
+    ("workers: [2, x]\n", r"key 'workers\[1\]' must be a int"),
+    ("oracle: sql\n", "key 'oracle' must be one of"),
+    ("params: [1]\n", "key 'params' must be a mapping"),
+    ("tiers: {big: {datasetz: [x]}}\n", r"tiers.big: unknown key 'datasetz'"),
+])
+def test_schema_errors_name_the_key(tmp_path, extra, message):
+    path = write(tmp_path, BASE + extra)
+    with pytest.raises(DataError, match=message):
+        workload.load(str(path), "big" if "tiers" in extra else None)
+
+
+def test_missing_key_and_bad_yaml(tmp_path):
+    with pytest.raises(DataError, match="missing key 'implementations'"):
+        workload.load(str(write(tmp_path, "queries: [triangle]\ndatasets: [x]\n")))
+    with pytest.raises(DataError, match=r"w.yaml:\d+: invalid YAML"):
+        workload.load(str(write(tmp_path, "queries: [triangle\n")))
+    with pytest.raises(DataError, match="unknown workload 'nope'"):
+        workload.load("nope")
+
+
+def test_matrix_expansion_and_tiers(tmp_path):
+    path = write(tmp_path, BASE.replace("[triangle]", "[triangle, clique4]") +
+                 "semantics: [undirected, directed]\nworkers: [1, 4]\ntrials: 3\nparams: {batch: [10, 100], flag: true}\n"
+                 "tiers:\n  big: {datasets: [rmat-16, rmat-18]}\n")
+    wl = workload.load(str(path))
+    runs = wl.requests()
+    assert len(runs) == 2 * 2 * 2 * 2 * 3  # queries x semantics x workers x batch x trials
+    assert {r.params["batch"] for r in runs} == {10, 100} and all(r.params["flag"] is True for r in runs)
+    big = workload.load(str(path), "big")
+    assert big.datasets == ["rmat-16", "rmat-18"] and big.tier == "big"
+    with pytest.raises(DataError, match="no tier 'huge'"):
+        workload.load(str(path), "huge")
