@@ -21,10 +21,10 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-bench: $(STAMP)
+bench: java $(STAMP)
 	$(PY) -m harness bench $(WORKLOAD) $(TIER_FLAG) $(MASTER_FLAG)
 
-test: $(STAMP)
+test: java $(STAMP)
 	$(PY) -m pytest -q
 
 clean-cache:

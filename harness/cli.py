@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from .errors import DataError, HarnessError
@@ -79,6 +80,13 @@ def _report_failures(records: list[dict]) -> None:
                     errors.print(f"    {c['name']}: {ex['kind']} x{ex['times']}: {ex['match']}")
 
 
+def _query_label(query) -> str:
+    if isinstance(query, dict):
+        return str(query.get("name") or query.get("edges"))
+    text = str(getattr(query, "name", query))
+    return Path(text).stem if text.endswith((".yaml", ".yml")) else text
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)[:60].strip("_")
 
@@ -125,15 +133,19 @@ def cmd_bench(args) -> int:
     runner = Runner(args.master, wl.workers[0])
     records = []
     console.print(f"[bold]{wl.name}[/] ({wl.tier} tier): {len(requests)} runs -> {out_dir}")
-    for i, req in enumerate(requests, start=1):
-        label = f"[{i}/{len(requests)}] {req.impl} {getattr(req.query, 'name', req.query)} on {req.dataset} ({req.semantics}, W={req.workers}, trial {req.trial + 1})"
-        with console.status(label):
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(wl.name, total=len(requests))
+        for i, req in enumerate(requests, start=1):
+            label = f"[{i}/{len(requests)}] {req.impl} {_query_label(req.query)} on {req.dataset} ({req.semantics}, W={req.workers}, trial {req.trial + 1})"
+            progress.update(task, description=label)
             record = runner.run(req)
-        records.append(record)
-        name = f"{i:03d}-{_slug(req.impl)}-{_slug(str(record['query'].get('name')))}-{_slug(str(record['dataset'].get('name')))}-w{req.workers}-t{req.trial}.json"
-        write_json_atomic(out_dir / name, record)
-        mark = "[green]OK[/]" if record["status"] == "OK" else f"[red]{record['status']}[/]"
-        console.print(f"{label}: {mark} count={_fmt_int(record.get('count'))} query_s={record['metrics'].get('query_s', '-')}")
+            records.append(record)
+            name = f"{i:03d}-{_slug(req.impl)}-{_slug(str(record['query'].get('name')))}-{_slug(str(record['dataset'].get('name')))}-w{req.workers}-t{req.trial}.json"
+            write_json_atomic(out_dir / name, record)
+            mark = "[green]OK[/]" if record["status"] == "OK" else f"[red]{record['status']}[/]"
+            progress.console.print(f"{label}: {mark} count={_fmt_int(record.get('count'))} query_s={record['metrics'].get('query_s', '-')}")
+            progress.advance(task)
     console.print(results_table(records, f"{wl.name} ({wl.tier} tier)"))
     _report_failures(records)
     console.print(f"results: {out_dir}")
