@@ -177,6 +177,17 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--tier", default=None, help="a tier defined in the workload (default: its base settings)")
     bench.add_argument("--results", default=None, help="directory for the run files")
     bench.set_defaults(fn=cmd_bench)
+
+    ds = sub.add_parser("datasets", parents=[common], help="list, fetch, verify datasets; make update streams")
+    ds.add_argument("action", choices=["list", "fetch", "verify", "convert", "stream"])
+    ds.add_argument("names", nargs="*", help="dataset names")
+    ds.add_argument("--all", action="store_true", help="verify: every shared SNAP graph")
+    ds.add_argument("--from", dest="from_path", default=None, help="fetch: use this local copy instead of downloading")
+    ds.add_argument("--no-convert", action="store_true", help="fetch: skip the conversion to Parquet")
+    ds.add_argument("--updates", default=None, help="stream: e.g. holdback=0.1,batch=1000,batches=5,deletes=0.2,seed=1")
+    ds.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
+    ds.add_argument("--out", default=None, help="stream: output file of `src dst ±1 batch` lines")
+    ds.set_defaults(fn=lambda args: __import__("harness.dataset_cli", fromlist=["cmd_datasets"]).cmd_datasets(args, console))
     return p
 
 

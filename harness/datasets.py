@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import uuid
@@ -19,7 +20,7 @@ from .errors import DataError
 
 REPO = Path(__file__).resolve().parent.parent
 REGISTRY_FILE = REPO / "datasets" / "registry.yaml"
-CANON_VERSION = "canon-v1"
+CANON_VERSION = "canon-v2"
 
 
 def cache_root() -> Path:
@@ -28,6 +29,11 @@ def cache_root() -> Path:
 
 def shared_root() -> Path:
     return Path(os.environ.get("HARNESS_SHARED", REPO.parent / "shared"))
+
+
+def data_root() -> Path:
+    """Where `datasets fetch` puts downloaded files."""
+    return Path(os.environ.get("HARNESS_DATA", REPO / ".data"))
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,16 @@ class Source:
     fmt: str | None = None
     published: dict = field(default_factory=dict)
     citation: str | None = None
+    description: str = ""
+    directed: bool | None = None
+    expected: dict = field(default_factory=dict)  # documented exceptions to the published figures
+    # Downloadable datasets: mirrors, the downloaded file's name, its checks, an archive member.
+    urls: tuple[str, ...] = ()
+    download_name: str | None = None
+    sha256: str | None = None
+    bytes: int | None = None
+    member: str | None = None
+    notes: str = ""
 
 
 # ---------------------------------------------------------------- registry
@@ -47,10 +63,30 @@ class Source:
 
 def _published_from_manifest(entry: dict) -> dict:
     pub = entry.get("published", {})
-    out = {k: pub[k] for k in ("nodes", "edges") if k in pub}
+    out = {k: pub[k] for k in ("nodes", "edges", "note") if k in pub}
     if "triangles" in pub:
         out["undirected"] = {"triangle": pub["triangles"]}
     return out
+
+
+def _published_from_reference(entry: dict) -> dict:
+    out = {k: entry[k] for k in ("nodes", "undirected_edges", "note") if k in entry}
+    if "directed_edges" in entry:
+        out["edges"] = entry["directed_edges"]
+    if "undirected" in entry:
+        out["undirected"] = dict(entry["undirected"])
+    if "directed_triangles" in entry:
+        out["directed"] = {"triangle": entry["directed_triangles"]}
+    return out
+
+
+def _shared_path(ref: str, base: Path) -> Path:
+    return shared_root() / Path(ref).relative_to("shared") if ref.startswith("shared/") else base / ref
+
+
+_ENTRY_KEYS = {"generator", "file", "download", "format", "directed", "published", "published_from",
+               "expected", "description", "cite", "notes"}
+_DOWNLOAD_KEYS = {"urls", "file", "sha256", "bytes", "member", "unpacked_file"}
 
 
 def load_registry(path: Path = REGISTRY_FILE) -> dict[str, Source]:
@@ -58,34 +94,59 @@ def load_registry(path: Path = REGISTRY_FILE) -> dict[str, Source]:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise DataError(f"{path}: invalid YAML ({exc})") from None
-    allowed = {"shared_manifest", "datasets"}
+    allowed = {"shared_manifest", "published_counts", "datasets"}
     unknown = set(data) - allowed
     if unknown:
         raise DataError(f"{path}: unknown key '{sorted(unknown)[0]}' (allowed: {', '.join(sorted(allowed))})")
     sources: dict[str, Source] = {}
     manifest_ref = data.get("shared_manifest")
     if manifest_ref:
-        manifest = shared_root() / Path(manifest_ref).relative_to("shared") if manifest_ref.startswith("shared/") else (path.parent / manifest_ref)
+        manifest = _shared_path(manifest_ref, path.parent)
         if manifest.is_file():
             for entry in json.loads(manifest.read_text()):
                 sources[entry["name"]] = Source(
                     name=entry["name"], kind="file", location=str(manifest.parent / entry["file"]),
                     fmt=entry.get("format"), published=_published_from_manifest(entry), citation=entry.get("cite"),
+                    directed=entry.get("stored_as") == "directed", sha256=entry.get("sha256"), bytes=entry.get("bytes"),
+                    description=f"SNAP {entry['name']}, stored as {entry.get('stored_as')}",
                 )
+    reference: dict = {}
+    if data.get("published_counts"):
+        ref_file = _shared_path(data["published_counts"], path.parent)
+        if ref_file.is_file():
+            reference = json.loads(ref_file.read_text()).get("graphs", {})
     for name, entry in (data.get("datasets") or {}).items():
         where = f"{path}: datasets.{name}"
         if not isinstance(entry, dict):
             raise DataError(f"{where}: must be a mapping")
-        bad = set(entry) - {"generator", "file", "format", "published", "description", "cite"}
+        bad = set(entry) - _ENTRY_KEYS
         if bad:
             raise DataError(f"{where}: unknown key '{sorted(bad)[0]}'")
+        published = dict(entry.get("published") or {})
+        if "published_from" in entry:
+            if entry["published_from"] not in reference:
+                raise DataError(f"{where}: key 'published_from': '{entry['published_from']}' is not in the published counts file")
+            published = {**_published_from_reference(reference[entry["published_from"]]), **published}
+        common = dict(published=published, citation=entry.get("cite"), description=entry.get("description", ""),
+                      directed=entry.get("directed"), expected=entry.get("expected") or {}, notes=entry.get("notes", ""))
         if "generator" in entry:
             kind, params = generators.parse_spec(entry["generator"])
-            sources[name] = Source(name, "generator", generators.canonical_spec(kind, params), published=entry.get("published", {}))
+            sources[name] = Source(name, "generator", generators.canonical_spec(kind, params), **common)
+        elif "download" in entry:
+            dl = entry["download"]
+            if not isinstance(dl, dict) or not dl.get("urls") or not dl.get("file"):
+                raise DataError(f"{where}: key 'download' needs 'urls' and 'file'")
+            bad = set(dl) - _DOWNLOAD_KEYS
+            if bad:
+                raise DataError(f"{where}: unknown key 'download.{sorted(bad)[0]}'")
+            edge_file = dl.get("unpacked_file") or dl["file"]
+            sources[name] = Source(
+                name, "file", str(data_root() / name / edge_file), entry.get("format"), urls=tuple(dl["urls"]),
+                download_name=dl["file"], sha256=dl.get("sha256"), bytes=dl.get("bytes"), member=dl.get("member"), **common)
         elif "file" in entry:
-            sources[name] = Source(name, "file", str((REPO / entry["file"]).resolve()), entry.get("format"), entry.get("published", {}), entry.get("cite"))
+            sources[name] = Source(name, "file", str((REPO / entry["file"]).resolve()), entry.get("format"), **common)
         else:
-            raise DataError(f"{where}: needs key 'generator' or 'file'")
+            raise DataError(f"{where}: needs key 'generator', 'download' or 'file'")
     return sources
 
 
@@ -130,7 +191,7 @@ class Graph:
     sha256_of: str
     fingerprint: str
     cleaning: dict
-    max_degree: int
+    degrees: dict
     published: dict
     cache_hit: bool
     df: DataFrame | None = None
@@ -139,7 +200,7 @@ class Graph:
         return {
             "name": self.name, "source": self.source, "semantics": self.semantics,
             "vertices": self.vertices, "edges": self.edges, "sha256": self.sha256, "sha256_of": self.sha256_of,
-            "fingerprint": self.fingerprint, "max_degree": self.max_degree, "cleaning": self.cleaning,
+            "fingerprint": self.fingerprint, "degrees": self.degrees, "cleaning": self.cleaning,
             "published": self.published, "parquet": str(self.path), "cache_hit": self.cache_hit,
         }
 
@@ -181,13 +242,39 @@ def _fingerprint(df: DataFrame) -> str:
     return f"{row['n']}:{row['h'] or 0}"
 
 
-def _max_degree(df: DataFrame) -> int:
-    """Largest number of distinct neighbours (self-loops excluded) of any vertex."""
+def _degree_stats(df: DataFrame) -> dict:
+    """Skew of the undirected degree (distinct neighbours, loops excluded) over non-isolated vertices,
+    from the degree histogram: max, median, p99, p99/median and the Gini coefficient."""
     links = df.filter(F.col("src") != F.col("dst"))
     pairs = links.select(F.col("src").alias("v"), F.col("dst").alias("n")).union(links.select(F.col("dst"), F.col("src")))
-    ends = pairs.distinct()
-    row = ends.groupBy("v").count().agg(F.max("count").alias("m")).first()
-    return int(row["m"] or 0)
+    histogram = sorted((r["d"], r["c"]) for r in pairs.distinct().groupBy("v").agg(F.count(F.lit(1)).alias("d"))
+                       .groupBy("d").agg(F.count(F.lit(1)).alias("c")).collect())
+    return degree_stats_from_histogram(histogram)
+
+
+def degree_stats_from_histogram(histogram: list[tuple[int, int]]) -> dict:
+    n = sum(c for _, c in histogram)
+    if n == 0:
+        return {"max_degree": 0, "median_degree": 0, "p99_degree": 0, "p99_over_median": None, "gini": None}
+    total = sum(d * c for d, c in histogram)
+
+    def quantile(q: float) -> int:
+        rank, seen = max(1, math.ceil(q * n)), 0
+        for d, c in histogram:
+            seen += c
+            if seen >= rank:
+                return d
+        return histogram[-1][0]
+
+    # Gini = sum_i (2i - n - 1) x_i / (n sum x) over ascending x; a run of c equal values starting
+    # after rank r contributes d * c * (2r + c - n).
+    acc, rank = 0, 0
+    for d, c in histogram:
+        acc += d * c * (2 * rank + c - n)
+        rank += c
+    median, p99 = quantile(0.5), quantile(0.99)
+    return {"max_degree": histogram[-1][0], "median_degree": median, "p99_degree": p99,
+            "p99_over_median": round(p99 / median, 3), "gini": round(acc / (n * total), 4)}
 
 
 def _write_atomic(target: Path, write) -> None:
@@ -204,9 +291,25 @@ def _write_atomic(target: Path, write) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _cache_dir(key_material: str, semantics: str) -> Path:
+    return cache_root() / "graphs" / hashlib.sha256(f"{key_material}|{semantics}|{CANON_VERSION}".encode()).hexdigest()[:24]
+
+
+def _key_material(source: Source) -> str | None:
+    if source.kind == "generator":
+        return hashlib.sha256(source.location.encode()).hexdigest()
+    path = Path(source.location)
+    return edgelist.sha256_file(path) if path.is_file() else None
+
+
+def cached_semantics(source: Source) -> list[str]:
+    """Semantics for which a canonical copy of `source` is in the cache (hashes the file)."""
+    material = _key_material(source)
+    return [s for s in ("undirected", "directed") if material and (_cache_dir(material, s) / "meta.json").is_file()]
+
+
 def _materialize(spark: SparkSession, key_material: str, semantics: str, build_raw, meta: dict, partitions: int) -> Graph:
-    key = hashlib.sha256(f"{key_material}|{semantics}|{CANON_VERSION}".encode()).hexdigest()[:24]
-    target = cache_root() / "graphs" / key
+    target = _cache_dir(key_material, semantics)
     hit = (target / "meta.json").is_file()
     if not hit:
         def write(tmp: Path) -> None:
@@ -216,7 +319,7 @@ def _materialize(spark: SparkSession, key_material: str, semantics: str, build_r
             canonical.coalesce(files).write.parquet(str(tmp / "edges.parquet"))
             raw.unpersist()
             written = spark.read.parquet(str(tmp / "edges.parquet"))
-            info = dict(meta, **summary, fingerprint=_fingerprint(written), max_degree=_max_degree(written))
+            info = dict(meta, **summary, fingerprint=_fingerprint(written), degrees=_degree_stats(written))
             (tmp / "meta.json").write_text(json.dumps(info, indent=1))
         _write_atomic(target, write)
     info = json.loads((target / "meta.json").read_text())
@@ -227,7 +330,7 @@ def _materialize(spark: SparkSession, key_material: str, semantics: str, build_r
     return Graph(
         name=info["name"], source=info["source"], semantics=semantics, path=target, vertices=info["vertices"],
         edges=info["edges"], sha256=info["sha256"], sha256_of=info["sha256_of"], fingerprint=info["fingerprint"],
-        cleaning=info["cleaning"], max_degree=info["max_degree"], published=info.get("published", {}), cache_hit=hit, df=df,
+        cleaning=info["cleaning"], degrees=info["degrees"], published=info.get("published", {}), cache_hit=hit, df=df,
     )
 
 
@@ -240,11 +343,15 @@ def load(spark: SparkSession, source: Source, semantics: str, partitions: int = 
         meta = {"name": source.name, "source": source.location, "sha256": digest, "sha256_of": "generator spec", "published": source.published}
         return _materialize(spark, digest, semantics, lambda: generators.generate(spark, kind, params, partitions), meta, partitions)
     path = Path(source.location)
-    if not path.is_file():
+    if source.urls and not path.exists():
+        raise DataError(f"dataset '{source.name}' is not downloaded: run `python -m harness datasets fetch {source.name}` "
+                        f"(or add `--from PATH` with a copy of {source.download_name})")
+    if not path.exists():
         raise DataError(f"edge file {path}: not found")
     fmt = source.fmt or edgelist.detect_format(path)
-    digest = edgelist.sha256_file(path)
-    meta = {"name": source.name, "source": str(path), "sha256": digest, "sha256_of": "file", "format": fmt, "published": source.published}
+    digest = edgelist.sha256_file(path) if path.is_file() else hashlib.sha256(str(path.resolve()).encode()).hexdigest()
+    meta = {"name": source.name, "source": str(path), "sha256": digest, "sha256_of": "file" if path.is_file() else "path",
+            "format": fmt, "published": source.published}
     return _materialize(spark, digest, semantics, lambda: edgelist.read_edges(spark, path, fmt, scratch), meta, partitions)
 
 

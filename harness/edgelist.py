@@ -13,7 +13,15 @@ from pyspark.sql import functions as F
 
 from .errors import DataError
 
-FORMATS = ("snap", "lg")
+# Text layouts: field separator, what the first line may be, and whether the columns are (dst, src).
+_TEXT = {
+    "snap": (r"[ \t]+", None, False),
+    "lg": (",", "lg-header", False),          # first line `n,m,u|d,...`, 1-based ids
+    "csv": (",", "optional-names", False),
+    "tsv": ("\t", "optional-names", False),
+    "twitter_rv": (r"[ \t]+", None, True),   # Kwak et al.: `user follower`, i.e. follower -> user
+}
+FORMATS = (*_TEXT, "parquet")
 _MAX_ID_DIGITS = 18  # keeps every id inside a signed 64-bit integer
 _LG_HEADER = re.compile(r"^\s*\d+\s*,\s*\d+\s*,\s*[ud]\b")
 
@@ -30,9 +38,17 @@ def first_line(path: Path) -> str:
 
 
 def detect_format(path: Path) -> str:
-    name = path.name.lower()
-    if name.endswith((".lg", ".jlg", ".lg.gz", ".jlg.gz")):
+    name = path.name.lower().removesuffix(".gz")
+    if path.is_dir() or name.endswith(".parquet"):
+        return "parquet"
+    if name.endswith((".lg", ".jlg")):
         return "lg"
+    if name.startswith("twitter_rv"):
+        return "twitter_rv"
+    if name.endswith(".csv"):
+        return "csv"
+    if name.endswith(".tsv"):
+        return "tsv"
     return "lg" if _LG_HEADER.match(first_line(path)) else "snap"
 
 
@@ -58,50 +74,85 @@ def spark_readable_path(path: Path, scratch: Path) -> str:
     return str(path)
 
 
+ID_PATTERN = rf"[0-9]{{1,{_MAX_ID_DIGITS}}}"
+
+
 def read_edges(spark: SparkSession, path: Path, fmt: str, scratch: Path) -> DataFrame:
     """Parse and validate the whole file; returns (src bigint, dst bigint), one row per edge line."""
-    if not path.is_file():
+    if not path.exists():
         raise DataError(f"edge file {path}: not found")
     if fmt not in FORMATS:
         raise DataError(f"edge file {path}: unknown format '{fmt}' (expected one of {', '.join(FORMATS)})")
-    lines = spark.read.text(spark_readable_path(path, scratch)).select(
+    if fmt == "parquet":
+        return _read_parquet(spark, path)
+    separator, first, swapped = _TEXT[fmt]
+    fields = read_fields(spark, path, [ID_PATTERN, ID_PATTERN], separator, first, scratch)
+    src, dst = ("f1", "f0") if swapped else ("f0", "f1")
+    return fields.select(F.col(src).cast("bigint").alias("src"), F.col(dst).cast("bigint").alias("dst"))
+
+
+def read_fields(spark: SparkSession, path: Path, patterns: list[str], separator: str = r"[ \t]+",
+                first: str | None = None, scratch: Path | None = None) -> DataFrame:
+    """Lines of exactly len(patterns) fields, each matching its pattern, as string columns f0, f1, ...
+    Blank and `#` lines are skipped. The first bad line raises DataError naming file and line."""
+    lines = spark.read.text(spark_readable_path(path, scratch or path.parent)).select(
         F.monotonically_increasing_id().alias("pos"), F.spark_partition_id().alias("part"), F.col("value")
     )
     text = F.regexp_replace(F.col("value"), r"^[ \t\r\n]+|[ \t\r\n]+$", "")
-    if fmt == "snap":
-        skip = (text == "") | text.startswith("#")
-        fields = F.split(text, r"[ \t]+")
-    else:
-        skip = (text == "") | (F.col("pos") == 0)  # the `n,m,u|d,...` header
-        fields = F.split(F.regexp_replace(text, r"[ \t]+", ""), ",")
-    digits = rf"^[0-9]{{1,{_MAX_ID_DIGITS}}}$"
-    ok = (F.size(fields) == 2) & fields[0].rlike(digits) & fields[1].rlike(digits)
-    parsed = lines.select(
-        "pos", "part", skip.alias("skip"), ok.alias("ok"),
-        fields[0].alias("s"), fields[1].alias("d"),
-    )
+    skip = (text == "") | text.startswith("#")
+    if first == "lg-header":
+        skip = skip | (F.col("pos") == 0)
+    elif first == "optional-names":
+        skip = skip | ((F.col("pos") == 0) & text.rlike(r'^["A-Za-z_]'))
+    if separator == ",":
+        text = F.regexp_replace(text, r"[ \t]+", "")
+    fields = F.split(text, separator)
+    field = [F.get(fields, i) for i in range(len(patterns))]  # null, not an error, past the end
+    ok = F.size(fields) == len(patterns)
+    for f, pattern in zip(field, patterns):
+        ok = ok & F.coalesce(f.rlike(f"^(?:{pattern})$"), F.lit(False))
+    parsed = lines.select("pos", "part", skip.alias("skip"), ok.alias("ok"),
+                          *[f.alias(f"f{i}") for i, f in enumerate(field)])
     bad = parsed.filter(~F.col("skip") & ~F.col("ok")).agg(F.min("pos").alias("pos")).first()
     if bad is not None and bad["pos"] is not None:
-        _raise_bad_line(lines, path, bad["pos"])
-    return parsed.filter(F.col("ok") & ~F.col("skip")).select(
-        F.col("s").cast("bigint").alias("src"), F.col("d").cast("bigint").alias("dst")
-    )
+        _raise_bad_line(lines, path, bad["pos"], patterns)
+    return parsed.filter(F.col("ok") & ~F.col("skip")).select(*[f"f{i}" for i in range(len(patterns))])
 
 
-def _raise_bad_line(lines: DataFrame, path: Path, pos: int) -> None:
+def _read_parquet(spark: SparkSession, path: Path) -> DataFrame:
+    """Columns `src` and `dst`, or else the first two integer columns."""
+    df = spark.read.parquet(str(path))
+    integer = [f.name for f in df.schema.fields if f.dataType.typeName() in ("integer", "long", "short", "byte")]
+    cols = ["src", "dst"] if {"src", "dst"} <= set(df.columns) else integer[:2]
+    if len(cols) < 2:
+        raise DataError(f"parquet {path}: needs columns src and dst or two integer columns, has {df.columns}")
+    edges = df.select(F.col(cols[0]).cast("bigint").alias("src"), F.col(cols[1]).cast("bigint").alias("dst"))
+    bad = edges.filter(F.col("src").isNull() | F.col("dst").isNull() | (F.col("src") < 0) | (F.col("dst") < 0)).first()
+    if bad is not None:
+        raise DataError(f"parquet {path}: columns {cols[0]}, {cols[1]}: null or negative vertex id in row {tuple(bad)}")
+    return edges
+
+
+def _raise_bad_line(lines: DataFrame, path: Path, pos: int, patterns: list[str]) -> None:
     part, index = pos >> 33, pos & ((1 << 33) - 1)
     before = lines.filter(F.col("part") < part).count()
     value = lines.filter(F.col("pos") == pos).first()["value"]
-    raise DataError(f"{path}:{before + index + 1}: {_explain(value)}: {value.strip()[:80]!r}")
+    raise DataError(f"{path}:{before + index + 1}: {_explain(value, patterns)}: {value.strip()[:80]!r}")
 
 
-def _explain(line: str) -> str:
+def _explain(line: str, patterns: list[str]) -> str:
     fields = [f for f in re.split(r"[ \t,]+", line.strip()) if f]
-    if len(fields) != 2:
-        return f"malformed edge line (expected 2 fields, got {len(fields)})"
-    for f in fields:
+    if len(fields) != len(patterns):
+        what = "edge line" if patterns == [ID_PATTERN, ID_PATTERN] else "line"
+        return f"malformed {what} (expected {len(patterns)} fields, got {len(fields)})"
+    for f, pattern in zip(fields, patterns):
+        if re.fullmatch(pattern, f):
+            continue
+        if pattern != ID_PATTERN:
+            return f"bad field {f!r} (expected {pattern})"
         if re.fullmatch(r"-\d+", f):
             return f"negative vertex id {f}"
         if not re.fullmatch(r"\d+", f):
             return f"non-integer vertex id {f!r}"
-    return f"vertex id out of range (more than {_MAX_ID_DIGITS} digits)"
+        return f"vertex id out of range (more than {_MAX_ID_DIGITS} digits)"
+    return "malformed line"

@@ -4,6 +4,8 @@ Every random draw is a hash of (seed, edge index, draw number), so the edge mult
 whatever the number of partitions."""
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -62,7 +64,108 @@ def rmat(spark: SparkSession, p: RmatParams, partitions: int) -> DataFrame:
     return spark.range(0, edges, numPartitions=partitions).select(src.alias("src"), dst.alias("dst"))
 
 
-GENERATORS = {"rmat": (RmatParams, rmat)}
+def _affine_scramble(v: Column, n: int, seed: int) -> Column:
+    """A bijection on [0, n): v -> (v * k + c) mod n with k coprime to n."""
+    k = _SCRAMBLE_MUL
+    while math.gcd(k, n) != 1:
+        k += 2
+    return (v * k + (seed * _SCRAMBLE_ADD) % n) % n
+
+
+def _uniform_vertex(seed: int, index: Column, draw: int, n: int) -> Column:
+    return F.least(F.floor(uniform(seed, index, draw) * n).cast("bigint"), F.lit(n - 1).cast("bigint"))
+
+
+@dataclass(frozen=True)
+class ErParams:
+    """Erdős–Rényi G(n, m) with replacement: the unskewed control."""
+
+    n: int
+    m: int
+    seed: int = 1
+
+    def validate(self) -> None:
+        if self.n < 1 or self.m < 0:
+            raise DataError(f"er: need n >= 1 and m >= 0, got n={self.n}, m={self.m}")
+
+
+def erdos_renyi(spark: SparkSession, p: ErParams, partitions: int) -> DataFrame:
+    p.validate()
+    i = F.col("id")
+    return spark.range(0, p.m, numPartitions=partitions).select(
+        _uniform_vertex(p.seed, i, 0, p.n).alias("src"), _uniform_vertex(p.seed, i, 1, p.n).alias("dst"))
+
+
+@dataclass(frozen=True)
+class ChungLuParams:
+    """Chung–Lu power law: vertex i has weight (i + offset)^(-1/(gamma-1)), so degrees follow a
+    power law with exponent gamma; `offset` caps the largest expected degree."""
+
+    n: int
+    m: int
+    gamma: float = 2.5
+    offset: float = 1.0
+    seed: int = 1
+
+    def validate(self) -> None:
+        if self.n < 1 or self.m < 0:
+            raise DataError(f"chunglu: need n >= 1 and m >= 0, got n={self.n}, m={self.m}")
+        if self.gamma <= 2:
+            raise DataError(f"chunglu: 'gamma' must be greater than 2, got {self.gamma}")
+        if self.offset <= 0:
+            raise DataError(f"chunglu: 'offset' must be positive, got {self.offset}")
+
+
+def chung_lu(spark: SparkSession, p: ChungLuParams, partitions: int) -> DataFrame:
+    """Each endpoint is drawn by inverting the continuous CDF of the weights (closed form)."""
+    p.validate()
+    e = 1.0 - 1.0 / (p.gamma - 1.0)  # in (0, 1) because gamma > 2
+    lo, hi = p.offset ** e, (p.n + p.offset) ** e
+    i = F.col("id")
+
+    def endpoint(draw: int) -> Column:
+        x = F.pow(F.lit(lo) + uniform(p.seed, i, draw) * (hi - lo), 1.0 / e) - p.offset
+        rank = F.least(F.greatest(F.floor(x).cast("bigint"), F.lit(0).cast("bigint")), F.lit(p.n - 1).cast("bigint"))
+        return _affine_scramble(rank, p.n, p.seed)
+
+    return spark.range(0, p.m, numPartitions=partitions).select(endpoint(0).alias("src"), endpoint(1).alias("dst"))
+
+
+@dataclass(frozen=True)
+class HubsParams:
+    """Adversarial skew: `hubs` vertices each adjacent to `fraction` of all n vertices, on top of
+    m Erdős–Rényi background edges (the case where BiGJoin's balance fails)."""
+
+    n: int
+    m: int
+    hubs: int = 4
+    fraction: float = 0.5
+    seed: int = 1
+
+    def validate(self) -> None:
+        if self.n < 2 or self.m < 0 or not 1 <= self.hubs <= self.n or not 0 < self.fraction <= 1:
+            raise DataError(f"hubs: need n >= 2, m >= 0, 1 <= hubs <= n, 0 < fraction <= 1; got {self}")
+
+
+def hub_family(spark: SparkSession, p: HubsParams, partitions: int) -> DataFrame:
+    p.validate()
+    per_hub = int(p.fraction * p.n)
+    hub_rows = p.hubs * per_hub
+    i = F.col("id")
+    hub = F.floor(i / per_hub).cast("bigint") if per_hub else F.lit(0).cast("bigint")
+    spoke = (hub * 7919 + (i % max(per_hub, 1)) * 2 + 1) % p.n  # distinct spokes per hub
+    src = F.when(i < hub_rows, hub).otherwise(_uniform_vertex(p.seed, i, 0, p.n))
+    dst = F.when(i < hub_rows, spoke).otherwise(_uniform_vertex(p.seed, i, 1, p.n))
+    return spark.range(0, hub_rows + p.m, numPartitions=partitions).select(
+        _affine_scramble(src, p.n, p.seed).alias("src"), _affine_scramble(dst, p.n, p.seed).alias("dst"))
+
+
+GENERATORS = {
+    "rmat": (RmatParams, rmat),
+    "er": (ErParams, erdos_renyi),
+    "chunglu": (ChungLuParams, chung_lu),
+    "hubs": (HubsParams, hub_family),
+}
 
 
 def parse_spec(spec: str) -> tuple[str, object]:
@@ -87,8 +190,10 @@ def parse_spec(spec: str) -> tuple[str, object]:
                 values[key] = float(raw)
         except ValueError:
             raise DataError(f"generator '{spec}': parameter '{key}' has bad value {raw!r}") from None
-    if "scale" not in values:
-        raise DataError(f"generator '{spec}': parameter 'scale' is required")
+    required = [k for k, f in fields.items() if f.default is dataclasses.MISSING]
+    missing = [k for k in required if k not in values]
+    if missing:
+        raise DataError(f"generator '{spec}': parameter '{missing[0]}' is required")
     params = cls(**values)
     params.validate()
     return kind, params

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -37,6 +38,8 @@ def get_session(master: str | None = None, workers: int = 2):
     if is_local(master):
         # Bind the driver, block manager and UI to loopback (the UI reads SPARK_LOCAL_IP).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers use this interpreter (and its packages) unless the user says otherwise.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     scratch = Path(os.environ.get("HARNESS_SPARK_TMP", Path(tempfile.gettempdir()) / "harness-spark"))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from . import updates
 from .errors import DataError
 from .query import SEMANTICS, query_from_mapping
 from .runner import RunRequest
@@ -16,7 +17,7 @@ from .verify import ORACLE_CHOICES
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
 
 _LIST_KEYS = {"queries", "semantics", "datasets", "implementations", "workers"}
-_SCALAR_KEYS = {"name", "description", "trials", "oracle", "timeout_s", "oracle_timeout_s", "params", "attribute_order"}
+_SCALAR_KEYS = {"name", "description", "trials", "oracle", "timeout_s", "oracle_timeout_s", "params", "attribute_order", "updates"}
 _KEYS = _LIST_KEYS | _SCALAR_KEYS | {"tiers"}
 
 
@@ -153,6 +154,19 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
     order = data.get("attribute_order")
     if order is not None and not (isinstance(order, list) and all(isinstance(a, str) for a in order)):
         raise DataError(f"{path}: key 'attribute_order' must be a list of attribute names")
+    params = dict(params)
+    if "updates" in data:  # an update stream for dynamic implementations: a spec, a mapping or a file
+        spec = data["updates"]
+        if isinstance(spec, str) and (path.parent / spec).is_file():
+            params["updates"] = str(path.parent / spec)
+        elif isinstance(spec, (str, dict)):
+            try:
+                stream = updates.parse_spec(spec)
+            except DataError as exc:
+                raise DataError(f"{path}: key 'updates': {exc}") from None
+            params["updates"] = ",".join(f"{k}={v}" for k, v in vars(stream).items())
+        else:
+            raise DataError(f"{path}: key 'updates' must be a stream spec, a mapping or a file path")
     description = data.get("description", "")
     if not isinstance(description, str):
         raise DataError(f"{path}: key 'description' must be a string")

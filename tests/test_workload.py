@@ -69,3 +69,10 @@ def test_matrix_expansion_and_tiers(tmp_path):
     assert big.datasets == ["rmat-16", "rmat-18"] and big.tier == "big"
     with pytest.raises(DataError, match="no tier 'huge'"):
         workload.load(str(path), "huge")
+
+
+def test_update_stream_key(tmp_path):
+    wl = workload.load(str(write(tmp_path, BASE + "updates: {holdback: 0.1, batch: 500, batches: 3, deletes: 0.25}\n")))
+    assert wl.requests()[0].params["updates"] == "holdback=0.1,batch=500,batches=3,deletes=0.25,seed=1"
+    with pytest.raises(DataError, match="key 'updates': .*unknown key 'batchez'"):
+        workload.load(str(write(tmp_path, BASE + "updates: {batchez: 3}\n")))
