@@ -71,7 +71,7 @@ def fetch(source: Source, from_path: Path | None = None, timeout_s: float = 20.0
     edge_file = Path(source.location)
     if edge_file.exists():
         return edge_file
-    created = not directory.exists()
+    created = [d for d in (directory.parent, directory) if not d.exists()]
     directory.mkdir(parents=True, exist_ok=True)
     try:
         if not downloaded.exists():
@@ -107,6 +107,7 @@ def fetch(source: Source, from_path: Path | None = None, timeout_s: float = 20.0
         for leftover in (downloaded.with_name(downloaded.name + ".part"),):
             if leftover.exists() and leftover.stat().st_size == 0:
                 leftover.unlink()
-        if created and directory.exists() and not any(directory.iterdir()):
-            directory.rmdir()
+        for made in reversed(created):  # directories this call made, if still empty
+            if made.exists() and not any(made.iterdir()):
+                made.rmdir()
         raise

@@ -161,7 +161,7 @@ def test_fetch_offline_fails_fast_and_leaves_nothing(tmp_path, monkeypatch):
         url = server.url
     with pytest.raises(DataError, match=r"cannot download 'toy': http://127\.0\.0\.1:\d+/graph.txt.gz .*--from /path/to/graph.txt.gz"):
         fetch.fetch(_source(url), timeout_s=2)
-    assert not (tmp_path / "data" / "toy").exists()
+    assert not (tmp_path / "data").exists()
 
 
 def test_fetch_resumes_checks_sha256_and_renames(tmp_path, monkeypatch):
