@@ -5,8 +5,9 @@ from harness.errors import DataError
 
 from .base import Implementation, Outcome, RunContext
 from .binary import BinaryJoin
+from .local_gj import LocalGenericJoin
 
-REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (BinaryJoin,)}
+REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (BinaryJoin, LocalGenericJoin)}
 
 
 def get(name: str) -> type[Implementation]:
