@@ -20,19 +20,8 @@ def build_csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray,
 
 
 @njit(cache=True)
-def _contains(values, start, end, x):
-    lo, hi = start, end
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if values[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < end and values[lo] == x
-
-
-@njit(cache=True)
 def _lower_bound(values, start, end, x):
+    """First position in the sorted values[start:end] holding a value >= x."""
     lo, hi = start, end
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -41,6 +30,12 @@ def _lower_bound(values, start, end, x):
         else:
             hi = mid
     return lo
+
+
+@njit(cache=True)
+def _contains(values, start, end, x):
+    i = _lower_bound(values, start, end, x)
+    return i < end and values[i] == x
 
 
 @njit(cache=True)
