@@ -1,4 +1,4 @@
-"""`python -m harness datasets list | fetch | verify | stream`."""
+"""`python -m harness datasets list | fetch | verify | convert | stream`."""
 from __future__ import annotations
 
 import re
@@ -10,6 +10,7 @@ from rich.table import Table
 from . import datasets, fetch as fetcher, results, updates
 from .errors import DataError
 from .query import BUILTINS, make_join_spec
+from .spark import get_session
 
 
 def _fmt(v) -> str:
@@ -158,8 +159,6 @@ def cmd_datasets(args, console) -> int:
         path = fetcher.fetch(source, Path(args.from_path) if args.from_path else None)
         console.print(f"{source.name}: {path}")
         if not args.no_convert:
-            from .spark import get_session
-
             graph = datasets.load(get_session(args.master), source, "undirected")
             console.print(f"converted: {graph.vertices:,} vertices, {graph.edges:,} undirected edges -> {graph.path}")
         return 0
@@ -168,8 +167,6 @@ def cmd_datasets(args, console) -> int:
         if not names:
             raise DataError("datasets verify needs dataset names or --all")
         sources = [_lookup(registry, n) for n in names]
-        from .spark import get_session
-
         spark = get_session(args.master)
         reports = []
         for source in sources:
@@ -183,8 +180,6 @@ def cmd_datasets(args, console) -> int:
     if args.action == "convert":
         if not args.names:
             raise DataError("datasets convert needs dataset names")
-        from .spark import get_session
-
         spark = get_session(args.master)
         for name in args.names:
             report = convert(spark, _lookup(registry, name), args.semantics)
@@ -196,8 +191,6 @@ def cmd_datasets(args, console) -> int:
     if args.action == "stream":
         if len(args.names or []) != 1 or not args.out:
             raise DataError("datasets stream takes one dataset name, --updates SPEC and --out FILE")
-        from .spark import get_session
-
         spec = updates.parse_spec(args.updates or "")
         graph = datasets.load(get_session(args.master), datasets.resolve(args.names[0]), args.semantics)
         initial, stream = updates.make_stream(graph.df, spec)

@@ -48,7 +48,6 @@ class Source:
     citation: str | None = None
     description: str = ""
     directed: bool | None = None
-    expected: dict = field(default_factory=dict)  # documented exceptions to the published figures
     # Downloadable datasets: mirrors, the downloaded file's name, its checks, an archive member.
     urls: tuple[str, ...] = ()
     download_name: str | None = None
@@ -85,7 +84,7 @@ def _shared_path(ref: str, base: Path) -> Path:
 
 
 _ENTRY_KEYS = {"generator", "file", "download", "format", "directed", "published", "published_from",
-               "expected", "description", "cite", "notes"}
+               "description", "cite", "notes"}
 _DOWNLOAD_KEYS = {"urls", "file", "sha256", "bytes", "member", "unpacked_file"}
 
 
@@ -128,7 +127,7 @@ def load_registry(path: Path = REGISTRY_FILE) -> dict[str, Source]:
                 raise DataError(f"{where}: key 'published_from': '{entry['published_from']}' is not in the published counts file")
             published = {**_published_from_reference(reference[entry["published_from"]]), **published}
         common = dict(published=published, citation=entry.get("cite"), description=entry.get("description", ""),
-                      directed=entry.get("directed"), expected=entry.get("expected") or {}, notes=entry.get("notes", ""))
+                      directed=entry.get("directed"), notes=entry.get("notes", ""))
         if "generator" in entry:
             kind, params = generators.parse_spec(entry["generator"])
             sources[name] = Source(name, "generator", generators.canonical_spec(kind, params), **common)
@@ -295,17 +294,22 @@ def _cache_dir(key_material: str, semantics: str) -> Path:
     return cache_root() / "graphs" / hashlib.sha256(f"{key_material}|{semantics}|{CANON_VERSION}".encode()).hexdigest()[:24]
 
 
-def _key_material(source: Source) -> str | None:
+def _key_material(source: Source) -> tuple[str, str] | None:
+    """(sha256, what it is the sha256 of) identifying the input, or None if it is not there."""
     if source.kind == "generator":
-        return hashlib.sha256(source.location.encode()).hexdigest()
+        return hashlib.sha256(source.location.encode()).hexdigest(), "generator spec"
     path = Path(source.location)
-    return edgelist.sha256_file(path) if path.is_file() else None
+    if path.is_file():
+        return edgelist.sha256_file(path), "file"
+    if path.exists():  # a Parquet directory
+        return hashlib.sha256(str(path.resolve()).encode()).hexdigest(), "path"
+    return None
 
 
 def cached_semantics(source: Source) -> list[str]:
     """Semantics for which a canonical copy of `source` is in the cache (hashes the file)."""
     material = _key_material(source)
-    return [s for s in ("undirected", "directed") if material and (_cache_dir(material, s) / "meta.json").is_file()]
+    return [s for s in ("undirected", "directed") if material and (_cache_dir(material[0], s) / "meta.json").is_file()]
 
 
 def _materialize(spark: SparkSession, key_material: str, semantics: str, build_raw, meta: dict, partitions: int) -> Graph:
@@ -339,8 +343,8 @@ def load(spark: SparkSession, source: Source, semantics: str, partitions: int = 
     scratch = cache_root() / "links"
     if source.kind == "generator":
         kind, params = generators.parse_spec(source.location)
-        digest = hashlib.sha256(source.location.encode()).hexdigest()
-        meta = {"name": source.name, "source": source.location, "sha256": digest, "sha256_of": "generator spec", "published": source.published}
+        digest, of = _key_material(source)
+        meta = {"name": source.name, "source": source.location, "sha256": digest, "sha256_of": of, "published": source.published}
         return _materialize(spark, digest, semantics, lambda: generators.generate(spark, kind, params, partitions), meta, partitions)
     path = Path(source.location)
     if source.urls and not path.exists():
@@ -349,9 +353,8 @@ def load(spark: SparkSession, source: Source, semantics: str, partitions: int = 
     if not path.exists():
         raise DataError(f"edge file {path}: not found")
     fmt = source.fmt or edgelist.detect_format(path)
-    digest = edgelist.sha256_file(path) if path.is_file() else hashlib.sha256(str(path.resolve()).encode()).hexdigest()
-    meta = {"name": source.name, "source": str(path), "sha256": digest, "sha256_of": "file" if path.is_file() else "path",
-            "format": fmt, "published": source.published}
+    digest, of = _key_material(source)
+    meta = {"name": source.name, "source": str(path), "sha256": digest, "sha256_of": of, "format": fmt, "published": source.published}
     return _materialize(spark, digest, semantics, lambda: edgelist.read_edges(spark, path, fmt, scratch), meta, partitions)
 
 

@@ -18,7 +18,7 @@ from .errors import DataError
 CHUNK = 1 << 20
 
 
-def download(url: str, target: Path, timeout_s: float = 20.0, progress=None) -> None:
+def download(url: str, target: Path, timeout_s: float = 20.0) -> None:
     """Fetch url into target via target.part, resuming a partial .part with a Range request."""
     part = target.with_name(target.name + ".part")
     have = part.stat().st_size if part.exists() else 0
@@ -28,13 +28,8 @@ def download(url: str, target: Path, timeout_s: float = 20.0, progress=None) -> 
         mode = "ab" if resumed else "wb"
         total = resp.headers.get("Content-Length")
         total = (int(total) + (have if resumed else 0)) if total else None
-        done = have if resumed else 0
         with open(part, mode) as out:
-            for block in iter(lambda: resp.read(CHUNK), b""):
-                out.write(block)
-                done += len(block)
-                if progress:
-                    progress(done, total)
+            shutil.copyfileobj(resp, out, CHUNK)
     if total is not None and part.stat().st_size != total:
         raise OSError(f"incomplete download: {part.stat().st_size} of {total} bytes (run fetch again to resume)")
     os.replace(part, target)
@@ -61,7 +56,7 @@ def _unpack_member(archive: Path, member: str, target: Path) -> None:
     os.replace(tmp, target)
 
 
-def fetch(source: Source, from_path: Path | None = None, timeout_s: float = 20.0, progress=None) -> Path:
+def fetch(source: Source, from_path: Path | None = None, timeout_s: float = 20.0) -> Path:
     """Return the local edge file of a downloadable registry dataset, fetching it if needed."""
     if not source.urls:
         raise DataError(f"dataset '{source.name}' has no download URLs (it is {source.kind}: {source.location})")
@@ -85,7 +80,7 @@ def fetch(source: Source, from_path: Path | None = None, timeout_s: float = 20.0
                 errors = []
                 for url in source.urls:
                     try:
-                        download(url, downloaded, timeout_s, progress)
+                        download(url, downloaded, timeout_s)
                         break
                     except (urllib.error.URLError, OSError, ValueError) as exc:
                         errors.append(f"{url} ({getattr(exc, 'reason', exc)})")
@@ -104,9 +99,9 @@ def fetch(source: Source, from_path: Path | None = None, timeout_s: float = 20.0
         return edge_file
     except BaseException:
         # Keep a partial .part for resuming; remove anything else this call created.
-        for leftover in (downloaded.with_name(downloaded.name + ".part"),):
-            if leftover.exists() and leftover.stat().st_size == 0:
-                leftover.unlink()
+        part = downloaded.with_name(downloaded.name + ".part")
+        if part.exists() and part.stat().st_size == 0:
+            part.unlink()
         for made in reversed(created):  # directories this call made, if still empty
             if made.exists() and not any(made.iterdir()):
                 made.rmdir()

@@ -4,13 +4,13 @@ Every random draw is a hash of (seed, edge index, draw number), so the edge mult
 whatever the number of partitions."""
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from . import specs
 from .errors import DataError
 
 _MASK53 = (1 << 53) - 1
@@ -153,7 +153,7 @@ def hub_family(spark: SparkSession, p: HubsParams, partitions: int) -> DataFrame
     hub_rows = p.hubs * per_hub
     i = F.col("id")
     hub = F.floor(i / per_hub).cast("bigint") if per_hub else F.lit(0).cast("bigint")
-    spoke = (hub * 7919 + (i % max(per_hub, 1)) * 2 + 1) % p.n  # distinct spokes per hub
+    spoke = (hub * 7919 + (i % max(per_hub, 1)) * 2 + 1) % p.n  # distinct while fraction <= 1/2
     src = F.when(i < hub_rows, hub).otherwise(_uniform_vertex(p.seed, i, 0, p.n))
     dst = F.when(i < hub_rows, spoke).otherwise(_uniform_vertex(p.seed, i, 1, p.n))
     return spark.range(0, hub_rows + p.m, numPartitions=partitions).select(
@@ -173,35 +173,11 @@ def parse_spec(spec: str) -> tuple[str, object]:
     kind, _, body = spec.partition(":")
     if kind not in GENERATORS:
         raise DataError(f"unknown generator '{kind}' (known: {', '.join(GENERATORS)})")
-    cls, _ = GENERATORS[kind]
-    fields = cls.__dataclass_fields__
-    values: dict[str, object] = {}
-    for item in filter(None, (s.strip() for s in body.split(","))):
-        key, eq, raw = item.partition("=")
-        if not eq or key not in fields:
-            raise DataError(f"generator '{spec}': unknown parameter '{key}' (known: {', '.join(fields)})")
-        typ = fields[key].type
-        try:
-            if typ in ("bool", bool):
-                values[key] = raw.lower() in ("1", "true", "yes")
-            elif typ in ("int", int):
-                values[key] = int(raw)
-            else:
-                values[key] = float(raw)
-        except ValueError:
-            raise DataError(f"generator '{spec}': parameter '{key}' has bad value {raw!r}") from None
-    required = [k for k, f in fields.items() if f.default is dataclasses.MISSING]
-    missing = [k for k in required if k not in values]
-    if missing:
-        raise DataError(f"generator '{spec}': parameter '{missing[0]}' is required")
-    params = cls(**values)
-    params.validate()
-    return kind, params
+    return kind, specs.parse(GENERATORS[kind][0], body, f"generator '{spec}'")
 
 
 def canonical_spec(kind: str, params: object) -> str:
-    fields = params.__dataclass_fields__
-    return kind + ":" + ",".join(f"{k}={getattr(params, k)}" for k in fields)
+    return kind + ":" + specs.to_text(params)
 
 
 def generate(spark: SparkSession, kind: str, params: object, partitions: int) -> DataFrame:

@@ -2,13 +2,13 @@
 (src, dst, diff = +1 | -1, batch), generated from a dataset or read from a file."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from . import edgelist
+from . import edgelist, specs
 from .errors import DataError
 from .generators import uniform
 
@@ -41,20 +41,7 @@ class StreamSpec:
 
 def parse_spec(text: str | dict) -> StreamSpec:
     """`holdback=0.1,batch=1000,batches=5,deletes=0.2,seed=3` or the same keys as a YAML mapping."""
-    known = {f.name: f for f in fields(StreamSpec)}
-    items = text.items() if isinstance(text, dict) else (
-        item.split("=", 1) if "=" in item else (item, None) for item in filter(None, (p.strip() for p in text.split(","))))
-    values = {}
-    for key, raw in items:
-        if key not in known or raw is None:
-            raise DataError(f"updates '{text}': unknown key '{key}' (known: {', '.join(known)})")
-        try:
-            values[key] = int(raw) if known[key].type in ("int", int) else float(raw)
-        except (TypeError, ValueError):
-            raise DataError(f"updates '{text}': key '{key}' has bad value {raw!r}") from None
-    spec = StreamSpec(**values)
-    spec.validate()
-    return spec
+    return specs.parse(StreamSpec, text, f"updates '{text}'", noun="key")
 
 
 def make_stream(edges: DataFrame, spec: StreamSpec) -> tuple[DataFrame, DataFrame]:

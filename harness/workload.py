@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from . import updates
+from . import specs, updates
 from .errors import DataError
 from .query import SEMANTICS, query_from_mapping
 from .runner import RunRequest
@@ -164,7 +164,7 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
                 stream = updates.parse_spec(spec)
             except DataError as exc:
                 raise DataError(f"{path}: key 'updates': {exc}") from None
-            params["updates"] = ",".join(f"{k}={v}" for k, v in vars(stream).items())
+            params["updates"] = specs.to_text(stream)
         else:
             raise DataError(f"{path}: key 'updates' must be a stream spec, a mapping or a file path")
     description = data.get("description", "")
