@@ -70,6 +70,65 @@ def results_table(records: list[dict], title: str) -> Table:
     return table
 
 
+def logical_table(records: list[dict], title: str) -> Table | None:
+    """The MPC-model counters of the dataflow implementations (§2.3), one row per run."""
+    rows = [r for r in records if r.get("logical", {}).get("tuples_exchanged") is not None]
+    if not rows:
+        return None
+    table = Table(title=title)
+    for col in ("dataset", "query", "impl", "W", "B'", "prefixes per level", "proposals", "probes",
+                "tuples exchanged", "rounds", "batches", "peak in flight", "index"):
+        table.add_column(col, justify="left" if col in ("dataset", "query", "impl", "prefixes per level", "index") else "right")
+    for r in rows:
+        lg = r["logical"]
+        levels = " / ".join(_fmt_int(v) for v in lg.get("prefixes_per_level", {}).values())
+        index = "reused" if r["metrics"].get("index_reused") else "built"
+        table.add_row(str(r["dataset"].get("name")), str(r["query"].get("name")), r["implementation"],
+                      str(r["params"].get("workers")), _fmt_int(lg.get("batch_per_worker")), levels,
+                      _fmt_int(lg.get("proposals")), _fmt_int(lg.get("intersection_probes")),
+                      _fmt_int(lg.get("tuples_exchanged")), _fmt_int(lg.get("rounds")),
+                      _fmt_int(sum(lg.get("batches_per_level", []))), _fmt_int(lg.get("peak_prefixes_in_flight")), index)
+    return table
+
+
+def summary_lines(records: list[dict]) -> list[str]:
+    """Index sharing across runs, and each implementation's time (index_s + query_s) relative to
+    local-gj on the same dataset, query, semantics and parameters, measured in this run."""
+    lines = []
+    built: dict[tuple, tuple[float, int]] = {}
+    for r in records:
+        m = r.get("metrics", {})
+        if "index_s" not in m or r.get("logical", {}).get("index") is None:
+            continue
+        key = (r["dataset"].get("name"), r["semantics"], r["implementation"], r["params"].get("workers"))
+        if not m.get("index_reused"):
+            built[key] = (m["index_s"], built.get(key, (0, 0))[1])
+        elif key in built:
+            built[key] = (built[key][0], built[key][1] + 1)
+    for (dataset, semantics, impl, workers), (seconds, reused) in built.items():
+        if reused:
+            lines.append(f"{impl} on {dataset} ({semantics}, W={workers}): index built once in {seconds:.2f} s and "
+                         f"reused by {reused} more run(s), saving about {seconds * reused:.2f} s")
+
+    def total(r):
+        m = r.get("metrics", {})
+        return m["index_s"] + m["query_s"] if r["status"] == "OK" and "query_s" in m else None
+
+    def same(r):
+        params = {k: v for k, v in r["params"].items() if k != "batch"}
+        return (r["dataset"].get("name"), r["query"].get("name"), r["semantics"], str(sorted(params.items())), r["trial"])
+
+    base = {same(r): r for r in records if r["implementation"] == "local-gj" and total(r)}
+    for r in records:
+        ref = base.get(same(r))
+        if ref is None or r is ref or total(r) is None:
+            continue
+        agree = "same count" if r["count"] == ref["count"] else f"[red]count differs ({r['count']} vs {ref['count']})[/]"
+        lines.append(f"{r['implementation']} / local-gj on {r['query'].get('name')} {r['dataset'].get('name')}: "
+                     f"{total(r):.2f} s / {total(ref):.2f} s = {total(r) / total(ref):.2f}x ({agree})")
+    return lines
+
+
 def _report_failures(records: list[dict]) -> None:
     for r in records:
         if r["status"] != "OK":
@@ -147,6 +206,11 @@ def cmd_bench(args) -> int:
             progress.console.print(f"{label}: {mark} count={_fmt_int(record.get('count'))} query_s={record['metrics'].get('query_s', '-')}")
             progress.advance(task)
     console.print(results_table(records, f"{wl.name} ({wl.tier} tier)"))
+    logical = logical_table(records, "logical counters (MPC model)")
+    if logical is not None:
+        console.print(logical)
+    for line in summary_lines(records):
+        console.print(line)
     _report_failures(records)
     console.print(f"results: {out_dir}")
     return 0 if all(r["status"] == "OK" for r in records) else 2

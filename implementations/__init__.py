@@ -4,10 +4,11 @@ from __future__ import annotations
 from harness.errors import DataError
 
 from .base import Implementation, Outcome, RunContext
+from .bigjoin import BiGJoin
 from .binary import BinaryJoin
 from .local_gj import LocalGenericJoin
 
-REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (BinaryJoin, LocalGenericJoin)}
+REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (BinaryJoin, LocalGenericJoin, BiGJoin)}
 
 
 def get(name: str) -> type[Implementation]:

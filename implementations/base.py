@@ -18,6 +18,8 @@ class RunContext:
     spec: JoinSpec
     workers: int
     params: dict = field(default_factory=dict)
+    # Indices built for this graph by earlier runs (shared arrangements); implementations may reuse them.
+    arrangements: dict = field(default_factory=dict)
 
     @property
     def edges(self) -> DataFrame:
@@ -34,6 +36,7 @@ class Outcome:
 class Implementation(ABC):
     name: str = ""
     description: str = ""
+    index_reused: bool = False  # set by prepare() when it reused an index from ctx.arrangements
 
     def __init__(self, ctx: RunContext):
         self.ctx = ctx

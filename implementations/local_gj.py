@@ -7,35 +7,8 @@ import numpy as np
 from numba import njit
 
 from .base import Implementation, Outcome
-
-FORWARD, REVERSE, BOTH = 0, 1, 2  # undirected: higher-ranked / lower-ranked / all neighbours; directed: out / in
-
-
-def build_csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """offsets (n + 1) and values sorted by (key, value)."""
-    order = np.lexsort((values, keys))
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(offsets, keys + 1, 1)
-    return np.cumsum(offsets), values[order].astype(np.int64)
-
-
-@njit(cache=True)
-def _lower_bound(values, start, end, x):
-    """First position in the sorted values[start:end] holding a value >= x."""
-    lo, hi = start, end
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if values[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True)
-def _contains(values, start, end, x):
-    i = _lower_bound(values, start, end, x)
-    return i < end and values[i] == x
+from .csr import build_csr, vertex_ranks, contains as _contains, lower_bound as _lower_bound
+from .plan import ExtensionPlan
 
 
 @njit(cache=True)
@@ -112,15 +85,11 @@ class LocalGenericJoin(Implementation):
         table = self.ctx.edges.toArrow()
         src = table.column("src").to_numpy().astype(np.int64)
         dst = table.column("dst").to_numpy().astype(np.int64)
-        ids = np.unique(np.concatenate([src, dst]))
+        ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
         undirected = self.ctx.spec.semantics == "undirected"
-        if undirected:  # rank vertices by degree so "forward" lists are short
-            degree = np.bincount(np.searchsorted(ids, np.concatenate([src, dst])), minlength=len(ids))
-            ids = ids[np.lexsort((ids, degree))]
-        self.ids = ids
-        order = np.argsort(ids)  # ids[order] is sorted; order[i] is the rank of the i-th smallest id
-        s = order[np.searchsorted(ids[order], src)].astype(np.int64)
-        d = order[np.searchsorted(ids[order], dst)].astype(np.int64)
+        rank = vertex_ranks(ids, np.bincount(inverse, minlength=len(ids)) if undirected else None)
+        self.ids = ids[np.argsort(rank)]
+        s, d = rank[inverse[: len(src)]], rank[inverse[len(src):]]
         n = len(ids)
         if undirected:
             lo, hi = np.minimum(s, d), np.maximum(s, d)
@@ -134,51 +103,14 @@ class LocalGenericJoin(Implementation):
         for i, (_, v) in enumerate(indices):
             self.values[i, : len(v)] = v
         self.n = n
-        self._plan()
-
-    def _plan(self) -> None:
-        spec = self.ctx.spec
-        order = spec.attribute_order
-        m = len(order)
-        at = {a: i for i, a in enumerate(order)}
-        self.rel_count = np.zeros(m, dtype=np.int64)
-        self.rel_pos = np.zeros((m, 2 * len(spec.query.edges)), dtype=np.int64)
-        self.rel_kind = np.zeros_like(self.rel_pos)
-        self.above = np.zeros((m, m), dtype=np.bool_)
-        self.below = np.zeros((m, m), dtype=np.bool_)
-        self.differ = np.zeros((m, m), dtype=np.bool_)
-        self.loop = np.zeros(m, dtype=np.bool_)
-        for x, y in spec.query.edges:
-            if x == y:
-                self.loop[at[x]] = True
-                continue
-            late, early = (y, x) if at[y] > at[x] else (x, y)
-            j = at[late]
-            if spec.semantics == "directed":
-                k = FORWARD if late == y else REVERSE  # e(early, late): late is an out-neighbour
-            elif spec.implies_less(early, late):
-                k = FORWARD
-            elif spec.implies_less(late, early):
-                k = REVERSE
-            else:
-                k = BOTH
-            r = self.rel_count[j]
-            self.rel_pos[j, r], self.rel_kind[j, r] = at[early], k
-            self.rel_count[j] += 1
-        for lo, hi in spec.less_than:
-            if at[hi] > at[lo]:
-                self.above[at[hi], at[lo]] = True
-            else:
-                self.below[at[lo], at[hi]] = True
-        for x, y in spec.distinct:
-            late, early = (x, y) if at[x] > at[y] else (y, x)
-            self.differ[at[late], at[early]] = True
+        self.plan = ExtensionPlan.from_spec(self.ctx.spec)
 
     def _run(self, limit: int) -> tuple[int, np.ndarray]:
         m = len(self.ctx.spec.attribute_order)
         out = np.zeros((max(limit, 0), m), dtype=np.int64)
-        count = generic_join(self.n, self.offsets, self.values, self.rel_count.copy(), self.rel_pos.copy(),
-                             self.rel_kind.copy(), self.above, self.below, self.differ, self.loop, limit, out)
+        p = self.plan
+        count = generic_join(self.n, self.offsets, self.values, p.rel_count, p.rel_pos.copy(), p.rel_kind.copy(),
+                             p.above, p.below, p.differ, p.loop, limit, out)
         return int(count), out
 
     def count(self) -> Outcome:

@@ -36,19 +36,21 @@ QUERIES = {**{name: q for name, q in BUILTINS.items()},
 
 
 _GRAPHS: dict = {}
+_ARRANGEMENTS: dict = {}  # indices shared by all queries on one graph, as a workload shares them
 
 
 def _graph(spark, edges, semantics: str, name: str):
     key = (tuple(edges), semantics)
     if key not in _GRAPHS:
         _GRAPHS[key] = datasets.from_edges(spark, edges, semantics, name)
-    return _GRAPHS[key]
+        _ARRANGEMENTS[key] = {}
+    return _GRAPHS[key], _ARRANGEMENTS[key]
 
 
 def check(spark, impl_name: str, edges, query, semantics: str, name: str = "graph") -> int:
-    graph = _graph(spark, edges, semantics, name)
+    graph, arrangements = _graph(spark, edges, semantics, name)
     spec = make_join_spec(query, semantics)
-    impl = implementations.get(impl_name)(RunContext(spark, graph, spec, workers=3))
+    impl = implementations.get(impl_name)(RunContext(spark, graph, spec, workers=3, arrangements=arrangements))
     impl.prepare()
     got = impl.count().count
     nx_count, nx_matches = networkx_oracle(graph.parquet_glob(), spec, LIMIT)

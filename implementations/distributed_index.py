@@ -1,0 +1,169 @@
+"""The two physical indices of the edge relation, forward and reverse, hash-partitioned by key over
+the W workers and built once per (graph, W) by one Spark job.
+
+Vertices are relabelled to dense ranks first: by (degree, id) for undirected graphs, so that forward
+lists (neighbours ranked above the key) stay short; by id for directed ones. Worker p holds, for each
+key k with partition_of(k) = p, the sorted forward list and the sorted reverse list of k. Partitions
+are files that every executor can read (local disk here; a shared filesystem on a multi-host cluster),
+memory-mapped by the tasks that probe them."""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pyspark.sql import functions as F
+
+from harness.errors import DataError
+
+from . import exchange
+from .csr import build_csr, vertex_ranks
+
+EDGES = 10  # blob kind: (key, value, kind) index entries on their way to the key's owner
+_created: list[Path] = []
+
+
+def index_root() -> Path:
+    return Path(os.environ.get("HARNESS_INDEX_DIR", Path(tempfile.gettempdir()) / "harness-index"))
+
+
+@atexit.register
+def _remove_created() -> None:
+    for path in _created:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@dataclass
+class PartitionedIndex:
+    root: Path
+    workers: int
+    undirected: bool
+    vertices: int
+    ids: np.ndarray  # rank -> original vertex id
+    keys: np.ndarray  # per worker: keys held
+    forward: np.ndarray  # per worker: forward-list entries
+    reverse: np.ndarray  # per worker: reverse-list entries
+    loops: int
+
+    def describe(self) -> dict:
+        entries = self.forward + self.reverse
+        return {
+            "workers": self.workers, "vertices": self.vertices, "keys_per_worker": self.keys.tolist(),
+            "entries_per_worker": entries.tolist(), "forward_entries": int(self.forward.sum()),
+            "reverse_entries": int(self.reverse.sum()),
+            "entries_max_over_mean": round(float(entries.max() / entries.mean()), 4) if entries.sum() else None,
+        }
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def build(spark, edges, undirected: bool, workers: int) -> PartitionedIndex:
+    root = index_root() / uuid.uuid4().hex[:12]
+    root.mkdir(parents=True)
+    _created.append(root)
+    # 1. Dense ranks. Only the vertex table (one row per vertex) comes to the driver.
+    degrees = (edges.select(F.col("src").alias("v")).union(edges.select(F.col("dst").alias("v")))
+               .groupBy("v").count().toArrow())
+    ids = degrees.column("v").to_numpy().astype(np.int64)
+    order = np.argsort(ids)
+    ids = ids[order]
+    if len(ids) >= 2**31 - 1:
+        raise DataError(f"{len(ids)} vertices: ranks must fit in 31 bits")
+    rank = vertex_ranks(ids, degrees.column("count").to_numpy()[order] if undirected else None)
+    np.save(root / "sorted_ids.npy", ids)
+    np.save(root / "rank_of_sorted.npy", rank.astype(np.int32))
+    # 2. One shuffle: each (key, value) entry goes to the owner of its key, which builds its CSR.
+    tokens = exchange.routing_tokens(spark, workers)
+    rows = (edges.mapInArrow(_route_entries(str(root), workers, undirected, tokens), exchange.SCHEMA)
+            .repartition(workers, "token")
+            .mapInArrow(_build_partition(str(root), len(ids)), exchange.SCHEMA)
+            .collect())
+    stats = np.zeros((workers, 4), dtype=np.int64)
+    loops = []
+    for row in rows:
+        _, p, meta, arrays = exchange.unpack(row.payload)
+        stats[p] = meta
+        loops.append(arrays[0])
+    loop_vertices = np.sort(np.concatenate(loops)) if loops else np.zeros(0, np.int32)
+    np.save(root / "loops.npy", loop_vertices.astype(np.int32))
+    return PartitionedIndex(root, workers, undirected, len(ids), ids[np.argsort(rank)], stats[:, 1], stats[:, 2],
+                            stats[:, 3], len(loop_vertices))
+
+
+def _route_entries(root: str, workers: int, undirected: bool, tokens: np.ndarray):
+    def route(iterator):
+        sorted_ids = np.load(os.path.join(root, "sorted_ids.npy"), mmap_mode="r")
+        rank_of = np.load(os.path.join(root, "rank_of_sorted.npy"), mmap_mode="r")
+        for batch in iterator:
+            s = rank_of[np.searchsorted(sorted_ids, batch.column(0).to_numpy())]
+            d = rank_of[np.searchsorted(sorted_ids, batch.column(1).to_numpy())]
+            if undirected:  # rows are the simple graph: forward from the lower rank, reverse from the higher
+                s, d = np.minimum(s, d), np.maximum(s, d)
+            keys = np.concatenate([s, d]).astype(np.int32)
+            values = np.concatenate([d, s]).astype(np.int32)
+            kinds = np.repeat(np.array([0, 1], dtype=np.int8), len(s))
+            dest = exchange.partition_of(keys, workers)
+            order = np.argsort(dest, kind="stable")
+            bounds = np.searchsorted(dest[order], np.arange(workers + 1))
+            out_tokens, payloads = [], []
+            for p in range(workers):
+                sel = order[bounds[p]:bounds[p + 1]]
+                if len(sel):
+                    out_tokens.append(int(tokens[p]))
+                    payloads.append(exchange.pack(EDGES, p, [keys[sel], values[sel], kinds[sel]]))
+            if payloads:
+                yield exchange.blobs_batch(out_tokens, payloads)
+    return route
+
+
+def _build_partition(root: str, vertices: int):
+    def build_one(iterator):
+        p = exchange.current_partition()
+        parts = [arrays for _, _, arrays in exchange.received(iterator, p)]
+        keys, values, kinds = (np.concatenate([a[i] for a in parts]) if parts else np.zeros(0, dt)
+                               for i, dt in enumerate((np.int32, np.int32, np.int8)))
+        local = np.unique(keys)
+        slot = np.searchsorted(local, keys)
+        offsets, lists = [], []
+        for kind in (0, 1):
+            sel = kinds == kind
+            off, vals = build_csr(slot[sel], values[sel], len(local), vertices)
+            offsets.append(off)
+            lists.append(vals.astype(np.int32))
+        directory = os.path.join(root, f"p{p}")
+        os.makedirs(directory, exist_ok=True)
+        np.save(os.path.join(directory, "keys.npy"), local.astype(np.int32))
+        np.save(os.path.join(directory, "offsets.npy"), np.stack(offsets))
+        np.save(os.path.join(directory, "forward.npy"), lists[0])
+        np.save(os.path.join(directory, "reverse.npy"), lists[1])
+        loops = np.unique(keys[(keys == values) & (kinds == 0)]).astype(np.int32)
+        meta = (len(local), len(lists[0]), len(lists[1]))
+        yield exchange.blobs_batch([-1], [exchange.pack(0, p, [loops], (p, *meta))])
+    return build_one
+
+
+_loaded: dict[tuple[str, int], tuple] = {}
+
+
+def load_partition(root: str, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, offsets (2, keys + 1), forward values, reverse values, all loop vertices) of worker p,
+    memory-mapped once per Python worker process."""
+    key = (root, p)
+    if key not in _loaded:
+        directory = os.path.join(root, f"p{p}")
+        _loaded[key] = tuple(_mapped(os.path.join(directory, f"{name}.npy"))
+                             for name in ("keys", "offsets", "forward", "reverse")) + (_mapped(os.path.join(root, "loops.npy")),)
+    return _loaded[key]
+
+
+def _mapped(path: str) -> np.ndarray:
+    try:
+        return np.asarray(np.load(path, mmap_mode="r"))  # a plain read-only view, which numba accepts
+    except ValueError:  # numpy cannot map an empty array
+        return np.load(path)

@@ -1,0 +1,97 @@
+"""Moving batches of tuples between logical workers through real Spark shuffles.
+
+Rows through a shuffle cost far more than bytes, so a worker packs everything it sends to one
+destination into a few binary blobs (columns of numpy arrays) and Spark shuffles those. Each blob
+carries a routing token: a long whose Spark hash partition (`repartition(W, "token")`) is exactly
+the destination worker, so the receiving task's partition id is the worker id."""
+from __future__ import annotations
+
+import numpy as np
+
+from harness.errors import ExecutionError
+
+SCHEMA = "token long, payload binary"
+MAGIC = 0x5047_4A42  # "BJGP"
+_DTYPES = {1: np.dtype(np.int32), 2: np.dtype(np.int64), 3: np.dtype(np.int8)}
+_CODES = {v: k for k, v in _DTYPES.items()}
+MAX_BLOB_BYTES = 64 << 20
+_HASH_MULT = np.uint64(2654435761)
+
+
+def partition_of(keys: np.ndarray, workers: int) -> np.ndarray:
+    """The worker that owns each key (vertex rank) in every partitioned index."""
+    h = (keys.astype(np.uint64) * _HASH_MULT) & np.uint64(0xFFFFFFFF)
+    return ((h * np.uint64(workers)) >> np.uint64(32)).astype(np.int64)
+
+
+_tokens: dict[tuple[str, int], np.ndarray] = {}
+
+
+def routing_tokens(spark, workers: int) -> np.ndarray:
+    """tokens[p] is a long that Spark's hash partitioning into `workers` partitions sends to p."""
+    key = (spark.sparkContext.applicationId, workers)
+    if key not in _tokens:
+        from pyspark.sql import functions as F
+
+        rows = (spark.range(0, 64 * workers + 64, 1, 1)
+                .select("id", F.expr(f"pmod(hash(id), {workers})").alias("p")).collect())
+        tokens = np.full(workers, -1, dtype=np.int64)
+        for row in rows:
+            if tokens[row.p] < 0:
+                tokens[row.p] = row.id
+        if (tokens < 0).any():
+            raise ExecutionError(f"no routing token found for some of {workers} partitions")
+        _tokens[key] = tokens
+    return _tokens[key]
+
+
+def pack(kind: int, dest: int, arrays: list[np.ndarray], meta: tuple[int, ...] = ()) -> bytes:
+    """One blob: a header (magic, kind, destination, meta, dtypes and lengths) then the raw arrays."""
+    arrays = [np.ascontiguousarray(a) for a in arrays]
+    header = [MAGIC, kind, dest, len(meta), len(arrays), *meta]
+    for a in arrays:
+        header += [_CODES[a.dtype], a.size]
+    return b"".join([np.asarray(header, dtype=np.int64).tobytes()] + [a.tobytes() for a in arrays])
+
+
+def unpack(buf) -> tuple[int, int, tuple[int, ...], list[np.ndarray]]:
+    """(kind, destination, meta, arrays) of a blob, without copying the arrays."""
+    head = np.frombuffer(buf, dtype=np.int64, count=5)
+    if head[0] != MAGIC:
+        raise ExecutionError("corrupt exchange blob (bad magic)")
+    kind, dest, n_meta, n_arrays = (int(x) for x in head[1:])
+    rest = np.frombuffer(buf, dtype=np.int64, count=5 + n_meta + 2 * n_arrays)
+    meta = tuple(int(x) for x in rest[5:5 + n_meta])
+    offset = 8 * len(rest)
+    arrays = []
+    for i in range(n_arrays):
+        dtype, size = _DTYPES[int(rest[5 + n_meta + 2 * i])], int(rest[6 + n_meta + 2 * i])
+        arrays.append(np.frombuffer(buf, dtype=dtype, count=size, offset=offset))
+        offset += size * dtype.itemsize
+    return kind, dest, meta, arrays
+
+
+def blobs_batch(tokens: list[int], payloads: list[bytes]):
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays([pa.array(tokens, pa.int64()), pa.array(payloads, pa.binary())],
+                                      names=["token", "payload"])
+
+
+def received(iterator, partition: int):
+    """Unpack every blob a task received, checking that each was routed to this worker."""
+    for batch in iterator:
+        if batch.num_columns < 2:
+            continue
+        payloads = batch.column(1)
+        for i in range(len(payloads)):
+            kind, dest, meta, arrays = unpack(payloads[i].as_buffer())
+            if dest != partition:
+                raise ExecutionError(f"blob for worker {dest} arrived at worker {partition}: routing tokens are stale")
+            yield kind, meta, arrays
+
+
+def current_partition() -> int:
+    from pyspark import TaskContext
+
+    return TaskContext.get().partitionId()

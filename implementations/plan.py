@@ -1,0 +1,78 @@
+"""The Generic Join plan of a JoinSpec: for each attribute position, the relations that bind it (which
+earlier position is the lookup key, and which index answers it) and the filters on its values.
+One plan serves `local-gj` and every BiGJoin variant."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.errors import DataError
+from harness.query import JoinSpec
+
+# Index kinds. Undirected: neighbours ranked above the key / below it / all of them (the
+# concatenation of the two, which is sorted). Directed: out-neighbours / in-neighbours.
+FORWARD, REVERSE, BOTH = 0, 1, 2
+
+
+@dataclass
+class ExtensionPlan:
+    m: int
+    rel_count: np.ndarray  # (m,) relations binding position j
+    rel_pos: np.ndarray  # (m, R) the earlier position holding each relation's key
+    rel_kind: np.ndarray  # (m, R) FORWARD / REVERSE / BOTH
+    above: np.ndarray  # (m, m) value at j must be > value at p
+    below: np.ndarray  # (m, m) value at j must be < value at p
+    differ: np.ndarray  # (m, m) value at j must differ from value at p
+    loop: np.ndarray  # (m,) value at j needs a self-loop
+
+    @classmethod
+    def from_spec(cls, spec: JoinSpec) -> "ExtensionPlan":
+        order = spec.attribute_order
+        m = len(order)
+        at = {a: i for i, a in enumerate(order)}
+        plan = cls(
+            m=m,
+            rel_count=np.zeros(m, dtype=np.int64),
+            rel_pos=np.zeros((m, max(1, 2 * len(spec.query.edges))), dtype=np.int64),
+            rel_kind=np.zeros((m, max(1, 2 * len(spec.query.edges))), dtype=np.int64),
+            above=np.zeros((m, m), dtype=np.bool_),
+            below=np.zeros((m, m), dtype=np.bool_),
+            differ=np.zeros((m, m), dtype=np.bool_),
+            loop=np.zeros(m, dtype=np.bool_),
+        )
+        for x, y in spec.query.edges:
+            if x == y:
+                plan.loop[at[x]] = True
+                continue
+            late, early = (y, x) if at[y] > at[x] else (x, y)
+            j = at[late]
+            if spec.semantics == "directed":
+                kind = FORWARD if late == y else REVERSE  # e(early, late): late is an out-neighbour
+            elif spec.implies_less(early, late):
+                kind = FORWARD
+            elif spec.implies_less(late, early):
+                kind = REVERSE
+            else:
+                kind = BOTH
+            r = plan.rel_count[j]
+            plan.rel_pos[j, r], plan.rel_kind[j, r] = at[early], kind
+            plan.rel_count[j] += 1
+        for lo, hi in spec.less_than:
+            if at[hi] > at[lo]:
+                plan.above[at[hi], at[lo]] = True
+            else:
+                plan.below[at[lo], at[hi]] = True
+        for x, y in spec.distinct:
+            late, early = (x, y) if at[x] > at[y] else (y, x)
+            plan.differ[at[late], at[early]] = True
+        return plan
+
+    def require_connected_order(self, spec: JoinSpec) -> None:
+        """Dataflow joins extend prefixes through relations: every position after the first needs one."""
+        for j in range(1, self.m):
+            if self.rel_count[j] == 0:
+                raise DataError(f"attribute order {','.join(spec.attribute_order)}: {spec.attribute_order[j]} "
+                                "is bound by no relation to an earlier attribute (the query must be connected)")
+        if self.rel_count.max(initial=0) > 30:
+            raise DataError("at most 30 relations may bind one attribute")

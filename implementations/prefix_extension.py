@@ -1,0 +1,366 @@
+"""The prefix-extension primitive (§3.1): extend a batch of j-prefixes by one attribute through the
+Count, Propose and Intersect operators, each a lookup at the worker that owns the relation's key,
+with a real Spark shuffle carrying prefixes between them.
+
+One Spark job extends one batch at level j, where the prefixes wait in per-worker queues at the
+worker of their proposing relation (the paper's (p, min-c, min-i, rem-ext) quadruples):
+  stage 0       Propose: each worker takes up to `budget` units of proposal work from its queue;
+  stages 1..H   Intersect with every other relation binding a_j, then Count the new (j+1)-prefixes
+                against every relation binding a_(j+1), then move each to its proposer's worker and
+                queue it for level j + 1 (at the last level the survivors are only counted).
+Every stage applies all lookups whose keys the worker owns before shipping an item, so H is an
+upper bound and items often arrive early. BiGJoin schedules these jobs; its variants reuse them."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from harness.errors import ExecutionError
+
+from . import distributed_index, exchange
+from .extension_kernels import count_items, gather_lists, intersect_items, next_owner, propose_items
+from .plan import ExtensionPlan
+
+CANDIDATES, PREFIXES, STATS, MATCHES = 1, 2, 3, 4
+FIELDS = ("stage", "worker", "received_prefixes", "received_candidates", "sent_prefixes", "sent_candidates",
+          "sent_remote_prefixes", "sent_remote_candidates", "held_prefixes", "held_candidates", "count_lookups",
+          "proposals", "probes", "produced", "counted", "queued_rows", "queued_work")
+F = {name: i for i, name in enumerate(FIELDS)}
+INT32_MAX = 2**31 - 1
+
+
+@dataclass
+class Chunk:
+    """A file of queued prefixes at one worker: their count and their total proposal work."""
+    path: str
+    rows: int
+    work: int
+
+
+@dataclass
+class ExtensionJob:
+    """Everything the tasks of one batch need (pickled into them)."""
+    index_root: str
+    workers: int
+    tokens: np.ndarray
+    plan: ExtensionPlan
+    level: int  # bind position `level`; level 0 seeds the level-1 queue from the index keys
+    budget: int
+    queues: list[list[Chunk]]  # per worker, oldest first
+    consumed: list[int]  # per worker, work already taken from the front of its queue
+    run_dir: str
+    job_id: int
+    match_limit: int = 0
+
+    @property
+    def exchanges(self) -> int:
+        """Upper bound on the hops an item needs: remaining intersects, then counts, then to its proposer."""
+        p, j = self.plan, self.level
+        hops = int(p.rel_count[j]) - 1 if j > 0 else 0
+        if j + 1 < p.m:
+            hops += int(p.rel_count[j + 1]) + 1 if j > 0 else 0
+        return max(hops, 0)
+
+    def chunk_path(self, level: int, worker: int, stage: int) -> str:
+        return os.path.join(self.run_dir, f"L{level}", f"p{worker}", f"j{self.job_id:06d}-s{stage}.bin")
+
+
+class _Items:
+    """Columns of in-flight items: an (n, j) int32 prefix matrix then per-item int32 columns."""
+
+    @classmethod
+    def empty(cls, width: int):
+        z = np.zeros(0, dtype=np.int32)
+        return cls(np.zeros((0, width), dtype=np.int32), *[z] * (len(cls.__dataclass_fields__) - 1))
+
+
+@dataclass
+class Candidates(_Items):
+    """Prefixes with their candidate extensions (concatenated lists), during Intersect."""
+    prefix: np.ndarray
+    mask: np.ndarray  # relations still to intersect
+    lengths: np.ndarray
+    values: np.ndarray
+
+    def take(self, order: np.ndarray) -> "Candidates":
+        return Candidates(self.prefix[order], self.mask[order], self.lengths[order],
+                          gather_lists(self.lengths, self.values, order.astype(np.int64)))
+
+
+@dataclass
+class Prefixes(_Items):
+    """Prefixes during Count, and queued for Propose: the smallest count so far and its relation."""
+    prefix: np.ndarray
+    mask: np.ndarray  # relations still to count
+    min_rel: np.ndarray
+    min_count: np.ndarray
+
+    def take(self, order) -> "Prefixes":
+        return Prefixes(self.prefix[order], self.mask[order], self.min_rel[order], self.min_count[order])
+
+    @classmethod
+    def fresh(cls, prefix: np.ndarray, relations: int) -> "Prefixes":
+        n = len(prefix)
+        return cls(np.ascontiguousarray(prefix, dtype=np.int32), np.full(n, (1 << relations) - 1, dtype=np.int32),
+                   np.full(n, -1, dtype=np.int32), np.full(n, INT32_MAX, dtype=np.int32))
+
+
+def _concat(parts: list, empty):
+    if not parts:
+        return empty
+    if len(parts) == 1:
+        return parts[0]
+    cls = type(parts[0])
+    return cls(*(np.concatenate([getattr(x, f) for x in parts]) for f in cls.__dataclass_fields__))
+
+
+# ------------------------------------------------------------------ worker side
+
+
+def _pack_items(items, dest: int) -> bytes:
+    kind = CANDIDATES if isinstance(items, Candidates) else PREFIXES
+    arrays = [getattr(items, f) for f in type(items).__dataclass_fields__]
+    arrays[0] = arrays[0].ravel()
+    return exchange.pack(kind, dest, arrays, items.prefix.shape)
+
+
+def _unpack_items(kind: int, meta: tuple, arrays: list[np.ndarray]):
+    n, width = meta
+    prefix = arrays[0].reshape(n, width)
+    if kind == CANDIDATES:
+        return Candidates(prefix, arrays[1].copy(), arrays[2].copy(), arrays[3].copy())
+    return Prefixes(prefix, arrays[1].copy(), arrays[2].copy(), arrays[3].copy())
+
+
+def read_queue(path: str) -> Prefixes:
+    with open(path, "rb") as fh:
+        kind, _, meta, arrays = exchange.unpack(fh.read())
+    return _unpack_items(kind, meta, arrays)
+
+
+def _take_window(job: ExtensionJob, p: int) -> tuple[Prefixes, np.ndarray, np.ndarray]:
+    """The queued prefixes overlapping this batch's work window [consumed, consumed + budget),
+    with the positions [first, last) of their proposal lists that fall inside it."""
+    lo, hi = job.consumed[p], job.consumed[p] + job.budget
+    parts, base, offset = [], None, 0
+    for chunk in job.queues[p]:
+        if offset + chunk.work > lo and offset < hi:
+            parts.append(read_queue(chunk.path))
+            base = offset if base is None else base
+        offset += chunk.work
+        if offset >= hi:
+            break
+    items = _concat(parts, Prefixes.empty(job.level))
+    work = items.min_count.astype(np.int64)
+    start = np.cumsum(work) - work + (base or 0)
+    first = np.clip(lo - start, 0, work)
+    last = np.clip(hi - start, 0, work)
+    keep = np.flatnonzero(last > first)
+    return items.take(keep), first[keep], last[keep]
+
+
+class _Stage:
+    """One worker's share of one stage: apply local lookups, then ship, queue or count each item."""
+
+    def __init__(self, job: ExtensionJob, stage: int, p: int):
+        self.job, self.stage, self.p = job, stage, p
+        self.index = distributed_index.load_partition(job.index_root, p)
+        self.record = np.zeros(len(FIELDS), dtype=np.int64)
+        self.record[F["stage"]], self.record[F["worker"]] = stage, p
+        self.stats: list[np.ndarray] = []
+        self.matches: list[np.ndarray] = []
+
+    def add(self, name: str, value) -> None:
+        self.record[F[name]] += int(value)
+
+    def propose(self) -> Candidates:
+        job, plan, j = self.job, self.job.plan, self.job.level
+        items, first, last = _take_window(job, self.p)
+        lengths, values = propose_items(self.p, job.workers, *self.index, j, items.prefix, items.min_rel,
+                                        first, last, plan.rel_pos, plan.rel_kind, plan.above, plan.below,
+                                        plan.differ, plan.loop)
+        self.add("proposals", len(values))
+        full = (1 << int(plan.rel_count[j])) - 1
+        return Candidates(items.prefix, (full & ~(1 << items.min_rel)).astype(np.int32), lengths, values)
+
+    def run(self, cands: Candidates, prefixes: Prefixes, final: bool):
+        job, plan, j, p = self.job, self.job.plan, self.job.level, self.p
+        keys, offsets, forward, reverse, _ = self.index
+        self.add("held_prefixes", len(cands.prefix) + len(prefixes.prefix))
+        self.add("held_candidates", len(cands.values))
+        # Intersect (level j) with every pending relation this worker owns.
+        if j > 0 and len(cands.prefix):
+            kept, probes = intersect_items(p, job.workers, keys, offsets, forward, reverse, j, cands.prefix,
+                                           cands.mask, cands.lengths, cands.values, plan.rel_count, plan.rel_pos,
+                                           plan.rel_kind)
+            cands.values = cands.values[:kept]
+            self.add("probes", probes)
+            alive = np.flatnonzero(cands.lengths > 0)
+            if len(alive) < len(cands.lengths):
+                cands = cands.take(alive)
+        done = cands.mask == 0
+        if done.any():
+            finished = cands.take(np.flatnonzero(done))
+            cands = cands.take(np.flatnonzero(~done))
+            produced = len(finished.values)
+            self.add("produced", produced)
+            if j + 1 == plan.m:  # the last level is counted, not flattened (bar a bounded sample)
+                self.add("counted", produced)
+                if job.match_limit:
+                    self.matches.append(_flatten(finished, j, job.match_limit))
+            else:
+                new = _flatten(finished, j, produced)
+                prefixes = _concat([prefixes, Prefixes.fresh(new, int(plan.rel_count[j + 1]))], Prefixes.empty(j + 1))
+        # Count (level j + 1) against every pending relation this worker owns; drop empty extensions.
+        if len(prefixes.prefix):
+            lookups = count_items(p, job.workers, keys, offsets, forward, reverse, j + 1, prefixes.prefix,
+                                  prefixes.mask, prefixes.min_rel, prefixes.min_count, plan.rel_count, plan.rel_pos,
+                                  plan.rel_kind, plan.above, plan.below)
+            self.add("count_lookups", lookups)
+            prefixes = prefixes.take(np.flatnonzero(prefixes.min_count > 0))
+        dest_p = next_owner(job.workers, j + 1, prefixes.prefix, prefixes.mask, prefixes.min_rel, plan.rel_pos)
+        arrived = (prefixes.mask == 0) & (dest_p == p)
+        if arrived.any():
+            self._queue(prefixes.take(np.flatnonzero(arrived)))
+            prefixes = prefixes.take(np.flatnonzero(~arrived))
+            dest_p = dest_p[~arrived]
+        dest_c = next_owner(job.workers, j, cands.prefix, cands.mask, np.zeros(len(cands.mask), np.int32), plan.rel_pos)
+        if final and (len(cands.prefix) or len(prefixes.prefix)):
+            raise ExecutionError(f"level {j}: items still pending after the last exchange")
+        return self._emit(cands, dest_c, prefixes, dest_p, final)
+
+    def _queue(self, items: Prefixes) -> None:
+        path = self.job.chunk_path(self.job.level + 1, self.p, self.stage)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(_pack_items(items, self.p))
+        os.replace(tmp, path)  # a re-executed task rewrites the same file with the same items
+        self.add("queued_rows", len(items.prefix))
+        self.add("queued_work", items.min_count.astype(np.int64).sum())
+
+    def _emit(self, cands: Candidates, dest_c, prefixes: Prefixes, dest_p, final: bool):
+        job = self.job
+        tokens, payloads = [], []
+        for items, dest in ((cands, dest_c), (prefixes, dest_p)):
+            if not len(items.prefix):
+                continue
+            order = np.argsort(dest, kind="stable")
+            bounds = np.searchsorted(dest[order], np.arange(job.workers + 1))
+            for q in range(job.workers):
+                sel = order[bounds[q]:bounds[q + 1]]
+                if not len(sel):
+                    continue
+                part = items.take(sel)
+                n_cands = len(part.values) if isinstance(part, Candidates) else 0
+                self.add("sent_prefixes", len(sel))
+                self.add("sent_candidates", n_cands)
+                if q != self.p:
+                    self.add("sent_remote_prefixes", len(sel))
+                    self.add("sent_remote_candidates", n_cands)
+                for piece in _split(part):
+                    tokens.append(int(job.tokens[q]))
+                    payloads.append(_pack_items(piece, q))
+        self.stats.append(self.record[None, :])
+        stats = np.concatenate(self.stats)
+        side = [exchange.pack(STATS, self.p, [stats.ravel()], stats.shape)]
+        if self.matches:
+            found = np.concatenate(self.matches)[: job.match_limit]
+            side.append(exchange.pack(MATCHES, self.p, [found.ravel()], found.shape))
+        if final:
+            return [exchange.blobs_batch([-1] * len(side), side)]
+        tokens += [int(job.tokens[self.p])] * len(side)
+        return [exchange.blobs_batch(tokens, payloads + side)]
+
+
+def _flatten(items: Candidates, width: int, limit: int) -> np.ndarray:
+    """The first `limit` extended prefixes (prefix + candidate) as rows."""
+    if limit < len(items.values):
+        cut = np.searchsorted(np.cumsum(items.lengths), limit, side="left") + 1
+        items = items.take(np.arange(min(cut, len(items.lengths))))
+    rows = np.repeat(items.prefix, items.lengths, axis=0)
+    rows = np.column_stack([rows, items.values]) if width else items.values.reshape(-1, 1)
+    return rows[:limit].astype(np.int32)
+
+
+def _split(items):
+    """Pieces of at most ~MAX_BLOB_BYTES each."""
+    size = items.prefix.nbytes + 12 * len(items.prefix) + (items.values.nbytes if isinstance(items, Candidates) else 0)
+    pieces = int(size // exchange.MAX_BLOB_BYTES) + 1
+    if pieces == 1:
+        return [items]
+    return [items.take(sel) for sel in np.array_split(np.arange(len(items.prefix)), pieces)]
+
+
+def _start_task(job: ExtensionJob, final: bool):
+    def start(iterator):
+        for _ in iterator:
+            pass
+        stage = _Stage(job, 0, exchange.current_partition())
+        plan = job.plan
+        if job.level == 0:  # seed: every key this worker owns is a 1-prefix, counted locally
+            keys = stage.index[0]
+            if plan.loop[0]:
+                keys = keys[np.isin(keys, stage.index[4])]
+            prefixes = Prefixes.fresh(np.asarray(keys).reshape(-1, 1), int(plan.rel_count[1]))
+            yield from stage.run(Candidates.empty(0), prefixes, final)
+        else:
+            yield from stage.run(stage.propose(), Prefixes.empty(job.level + 1), final)
+    return start
+
+
+def _stage_task(job: ExtensionJob, number: int, final: bool):
+    def run_stage(iterator):
+        p = exchange.current_partition()
+        stage = _Stage(job, number, p)
+        cands, prefixes = [], []
+        for kind, meta, arrays in exchange.received(iterator, p):
+            if kind == STATS:
+                stage.stats.append(arrays[0].reshape(meta))
+            elif kind == MATCHES:
+                stage.matches.append(arrays[0].reshape(meta))
+            else:
+                (cands if kind == CANDIDATES else prefixes).append(_unpack_items(kind, meta, arrays))
+        stage.add("received_prefixes", sum(len(c.prefix) for c in cands) + sum(len(x.prefix) for x in prefixes))
+        stage.add("received_candidates", sum(len(c.values) for c in cands))
+        yield from stage.run(_concat(cands, Candidates.empty(job.level)), _concat(prefixes, Prefixes.empty(job.level + 1)), final)
+    return run_stage
+
+
+# ------------------------------------------------------------------ driver side
+
+
+@dataclass
+class JobResult:
+    stats: np.ndarray  # one row per (stage, worker), columns FIELDS
+    new_chunks: dict[int, list[Chunk]] = field(default_factory=dict)  # worker -> chunks queued for level + 1
+    matches: np.ndarray | None = None
+
+    def total(self, name: str) -> int:
+        return int(self.stats[:, F[name]].sum())
+
+    def per_stage(self, name: str) -> np.ndarray:
+        stages = int(self.stats[:, F["stage"]].max()) + 1 if len(self.stats) else 0
+        return np.bincount(self.stats[:, F["stage"]], weights=self.stats[:, F[name]], minlength=stages).astype(np.int64)
+
+
+def run_job(spark, job: ExtensionJob) -> JobResult:
+    """Run one batch as one Spark job: a start stage then `job.exchanges` shuffled stages."""
+    hops = job.exchanges
+    df = spark.range(0, job.workers, 1, job.workers).mapInArrow(_start_task(job, hops == 0), exchange.SCHEMA)
+    for number in range(1, hops + 1):
+        df = df.repartition(job.workers, "token").mapInArrow(_stage_task(job, number, number == hops), exchange.SCHEMA)
+    stats, matches = [], []
+    for row in df.collect():
+        kind, _, meta, arrays = exchange.unpack(bytes(row.payload))
+        (stats if kind == STATS else matches).append(arrays[0].reshape(meta))
+    stats = np.concatenate(stats) if stats else np.zeros((0, len(FIELDS)), np.int64)
+    result = JobResult(stats, matches=np.concatenate(matches) if matches else None)
+    for rec in stats:
+        if rec[F["queued_rows"]]:
+            p, stage = int(rec[F["worker"]]), int(rec[F["stage"]])
+            chunk = Chunk(job.chunk_path(job.level + 1, p, stage), int(rec[F["queued_rows"]]), int(rec[F["queued_work"]]))
+            result.new_chunks.setdefault(p, []).append(chunk)
+    return result
