@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from .errors import ExecutionError
 
-_EXEC_METRICS = ("JVMHeapMemory", "OnHeapExecutionMemory", "ProcessTreeJVMRSSMemory")
+_EXEC_METRICS = ("JVMHeapMemory", "OnHeapExecutionMemory", "ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory")
 
 
 class SparkCounters:
@@ -108,6 +108,7 @@ class SparkCounters:
             executor_peak_jvm_heap_bytes=peaks["JVMHeapMemory"] or None,
             executor_peak_execution_memory_bytes=peaks["OnHeapExecutionMemory"] or None,
             executor_peak_rss_bytes=peaks["ProcessTreeJVMRSSMemory"] or None,
+            executor_peak_python_rss_bytes=peaks["ProcessTreePythonRSSMemory"] or None,
             driver_peak_jvm_heap_bytes=self._driver_peak_heap(),
             jobs=len(jobs),
             per_round=per_round,
