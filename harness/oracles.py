@@ -44,13 +44,26 @@ def duckdb_sql(spec: JoinSpec, source: str, select: str = "count(*)") -> str:
         attrs = q.attributes
         where += [f"{col[attrs[i]]} <> {col[attrs[j]]}" for i in range(len(attrs)) for j in range(i + 1, len(attrs))]
         where += [f"{col[x]} < {col[y]}" for x, y in spec.less_than]
-        tables = (f"rel AS (SELECT least(src, dst) AS src, greatest(src, dst) AS dst FROM {source} WHERE src <> dst), "
+        # Vertices are renamed to their rank by (degree, id): a bijection, so the set of subgraphs is
+        # unchanged, but the order constraints then orient edges towards high degree and the joins
+        # stay small on skewed graphs. Matches are renamed back.
+        tables = (f"simple AS (SELECT least(src, dst) AS s, greatest(src, dst) AS d FROM {source} WHERE src <> dst), "
+                  "deg AS (SELECT v, count(*) AS n FROM (SELECT s AS v FROM simple UNION ALL SELECT d FROM simple) GROUP BY v), "
+                  "ranked AS (SELECT v, row_number() OVER (ORDER BY n, v) AS r FROM deg), "
+                  "rel AS (SELECT least(a.r, b.r) AS src, greatest(a.r, b.r) AS dst FROM simple "
+                  "JOIN ranked a ON simple.s = a.v JOIN ranked b ON simple.d = b.v), "
                   "sym AS (SELECT src, dst FROM rel UNION ALL SELECT dst, src FROM rel)")
     else:
         tables = f"rel AS (SELECT DISTINCT src, dst FROM {source})"
-    if select != "count(*)":
-        select = ", ".join(col[a] for a in q.attributes)
-    return f"WITH {tables} SELECT {select} FROM {', '.join(froms)}" + (f" WHERE {' AND '.join(where)}" if where else "")
+    body = f"FROM {', '.join(froms)}" + (f" WHERE {' AND '.join(where)}" if where else "")
+    if select == "count(*)":
+        return f"WITH {tables} SELECT count(*) {body}"
+    inner = f"SELECT {', '.join(f'{col[a]} AS c{i}' for i, a in enumerate(q.attributes))} {body}"
+    if not undirected:
+        return f"WITH {tables} {inner}"
+    names = ", ".join(f"k{i}.v" for i in range(len(q.attributes)))
+    joins = " ".join(f"JOIN ranked k{i} ON m.c{i} = k{i}.r" for i in range(len(q.attributes)))
+    return f"WITH {tables}, m AS ({inner}) SELECT {names} FROM m {joins}"
 
 
 def duckdb_oracle(parquet_glob: str, spec: JoinSpec, match_limit: int) -> tuple[int, list | None]:

@@ -13,6 +13,8 @@ import uuid
 
 import numpy as np
 
+from harness.errors import DataError
+
 from . import distributed_index, exchange
 from .base import Implementation, Outcome
 from .plan import ExtensionPlan
@@ -68,7 +70,7 @@ class BiGJoin(Implementation):
         self.plan.require_connected_order(ctx.spec)
         self.budget = int(ctx.params.get("batch") or DEFAULT_BATCH)
         if self.budget < 1:
-            raise ValueError(f"--batch must be at least 1, got {self.budget}")
+            raise DataError(f"--batch (B', proposals per worker per batch) must be at least 1, got {self.budget}")
         key = ("partitioned-index", ctx.workers)
         self.index_reused = key in ctx.arrangements
         if not self.index_reused:
