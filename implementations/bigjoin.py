@@ -68,7 +68,8 @@ class BiGJoin(Implementation):
         ctx = self.ctx
         self.plan = ExtensionPlan.from_spec(ctx.spec)
         self.plan.require_connected_order(ctx.spec)
-        self.budget = int(ctx.params.get("batch") or DEFAULT_BATCH)
+        batch = ctx.params.get("batch")
+        self.budget = DEFAULT_BATCH if batch is None else int(batch)
         if self.budget < 1:
             raise DataError(f"--batch (B', proposals per worker per batch) must be at least 1, got {self.budget}")
         key = ("partitioned-index", ctx.workers)
