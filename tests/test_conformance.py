@@ -47,10 +47,10 @@ def _graph(spark, edges, semantics: str, name: str):
     return _GRAPHS[key], _ARRANGEMENTS[key]
 
 
-def check(spark, impl_name: str, edges, query, semantics: str, name: str = "graph") -> int:
+def check(spark, impl_name: str, edges, query, semantics: str, name: str = "graph", workers: int = 2) -> int:
     graph, arrangements = _graph(spark, edges, semantics, name)
     spec = make_join_spec(query, semantics)
-    impl = implementations.get(impl_name)(RunContext(spark, graph, spec, workers=3, arrangements=arrangements))
+    impl = implementations.get(impl_name)(RunContext(spark, graph, spec, workers=workers, arrangements=arrangements))
     impl.prepare()
     got = impl.count().count
     nx_count, nx_matches = networkx_oracle(graph.parquet_glob(), spec, LIMIT)
@@ -87,4 +87,5 @@ def test_random_graphs_and_patterns(spark, impl_name, data):
     semantics = data.draw(st.sampled_from(["undirected", "directed"]), label="semantics")
     edges = data.draw(messy_graphs(), label="edges")
     query = data.draw(connected_patterns(2, 5, directed=semantics == "directed"), label="pattern")
-    check(spark, impl_name, edges, query, semantics, "hypothesis")
+    workers = data.draw(st.integers(1, 3), label="workers")
+    check(spark, impl_name, edges, query, semantics, "hypothesis", workers)
