@@ -84,7 +84,7 @@ def build(spark, edges, undirected: bool, workers: int) -> PartitionedIndex:
             .repartition(workers, "token")
             .mapInArrow(_build_partition(str(root), len(ids)), exchange.SCHEMA)
             .collect())
-    stats = np.zeros((workers, 4), dtype=np.int64)
+    stats = np.zeros((workers, 3), dtype=np.int64)  # keys, forward entries, reverse entries
     loops = []
     for row in rows:
         _, p, meta, arrays = exchange.unpack(row.payload)
@@ -92,8 +92,8 @@ def build(spark, edges, undirected: bool, workers: int) -> PartitionedIndex:
         loops.append(arrays[0])
     loop_vertices = np.sort(np.concatenate(loops)) if loops else np.zeros(0, np.int32)
     np.save(root / "loops.npy", loop_vertices.astype(np.int32))
-    return PartitionedIndex(root, workers, undirected, len(ids), ids[np.argsort(rank)], stats[:, 1], stats[:, 2],
-                            stats[:, 3], len(loop_vertices))
+    return PartitionedIndex(root, workers, undirected, len(ids), ids[np.argsort(rank)], stats[:, 0], stats[:, 1],
+                            stats[:, 2], len(loop_vertices))
 
 
 def _route_entries(root: str, workers: int, undirected: bool, tokens: np.ndarray):
@@ -108,15 +108,10 @@ def _route_entries(root: str, workers: int, undirected: bool, tokens: np.ndarray
             keys = np.concatenate([s, d]).astype(np.int32)
             values = np.concatenate([d, s]).astype(np.int32)
             kinds = np.repeat(np.array([0, 1], dtype=np.int8), len(s))
-            dest = exchange.partition_of(keys, workers)
-            order = np.argsort(dest, kind="stable")
-            bounds = np.searchsorted(dest[order], np.arange(workers + 1))
             out_tokens, payloads = [], []
-            for p in range(workers):
-                sel = order[bounds[p]:bounds[p + 1]]
-                if len(sel):
-                    out_tokens.append(int(tokens[p]))
-                    payloads.append(exchange.pack(EDGES, p, [keys[sel], values[sel], kinds[sel]]))
+            for p, sel in exchange.by_destination(exchange.partition_of(keys, workers), workers):
+                out_tokens.append(int(tokens[p]))
+                payloads.append(exchange.pack(EDGES, p, [keys[sel], values[sel], kinds[sel]]))
             if payloads:
                 yield exchange.blobs_batch(out_tokens, payloads)
     return route
@@ -144,7 +139,7 @@ def _build_partition(root: str, vertices: int):
         np.save(os.path.join(directory, "reverse.npy"), lists[1])
         loops = np.unique(keys[(keys == values) & (kinds == 0)]).astype(np.int32)
         meta = (len(local), len(lists[0]), len(lists[1]))
-        yield exchange.blobs_batch([-1], [exchange.pack(0, p, [loops], (p, *meta))])
+        yield exchange.blobs_batch([-1], [exchange.pack(0, p, [loops], meta)])
     return build_one
 
 

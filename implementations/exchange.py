@@ -71,6 +71,15 @@ def unpack(buf) -> tuple[int, int, tuple[int, ...], list[np.ndarray]]:
     return kind, dest, meta, arrays
 
 
+def by_destination(dest: np.ndarray, workers: int):
+    """(worker, positions of the items bound for it), for every worker that gets any, in order."""
+    order = np.argsort(dest, kind="stable")
+    bounds = np.searchsorted(dest[order], np.arange(workers + 1))
+    for q in range(workers):
+        if bounds[q + 1] > bounds[q]:
+            yield q, order[bounds[q]:bounds[q + 1]]
+
+
 def blobs_batch(tokens: list[int], payloads: list[bytes]):
     import pyarrow as pa
 
@@ -81,8 +90,6 @@ def blobs_batch(tokens: list[int], payloads: list[bytes]):
 def received(iterator, partition: int):
     """Unpack every blob a task received, checking that each was routed to this worker."""
     for batch in iterator:
-        if batch.num_columns < 2:
-            continue
         payloads = batch.column(1)
         for i in range(len(payloads)):
             kind, dest, meta, arrays = unpack(payloads[i].as_buffer())

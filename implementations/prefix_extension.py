@@ -58,10 +58,10 @@ class ExtensionJob:
     def exchanges(self) -> int:
         """Upper bound on the hops an item needs: remaining intersects, then counts, then to its proposer."""
         p, j = self.plan, self.level
-        hops = int(p.rel_count[j]) - 1 if j > 0 else 0
-        if j + 1 < p.m:
-            hops += int(p.rel_count[j + 1]) + 1 if j > 0 else 0
-        return max(hops, 0)
+        if j == 0:  # seeding: every lookup is keyed by the worker's own keys
+            return 0
+        hops = int(p.rel_count[j]) - 1
+        return hops + int(p.rel_count[j + 1]) + 1 if j + 1 < p.m else hops
 
     def chunk_path(self, level: int, worker: int, stage: int) -> str:
         return os.path.join(self.run_dir, f"L{level}", f"p{worker}", f"j{self.job_id:06d}-s{stage}.bin")
@@ -247,12 +247,7 @@ class _Stage:
         for items, dest in ((cands, dest_c), (prefixes, dest_p)):
             if not len(items.prefix):
                 continue
-            order = np.argsort(dest, kind="stable")
-            bounds = np.searchsorted(dest[order], np.arange(job.workers + 1))
-            for q in range(job.workers):
-                sel = order[bounds[q]:bounds[q + 1]]
-                if not len(sel):
-                    continue
+            for q, sel in exchange.by_destination(dest, job.workers):
                 part = items.take(sel)
                 n_cands = len(part.values) if isinstance(part, Candidates) else 0
                 self.add("sent_prefixes", len(sel))
@@ -304,7 +299,7 @@ def _start_task(job: ExtensionJob, final: bool):
             keys = stage.index[0]
             if plan.loop[0]:
                 keys = keys[np.isin(keys, stage.index[4])]
-            prefixes = Prefixes.fresh(np.asarray(keys).reshape(-1, 1), int(plan.rel_count[1]))
+            prefixes = Prefixes.fresh(keys.reshape(-1, 1), int(plan.rel_count[1]))
             yield from stage.run(Candidates.empty(0), prefixes, final)
         else:
             yield from stage.run(stage.propose(), Prefixes.empty(job.level + 1), final)
