@@ -112,6 +112,10 @@ class Runner:
             record["count"] = int(outcome.count)
             record["logical"] = outcome.counters
             metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query"]))
+            clash = sorted(set(outcome.metrics) & set(metrics))
+            if clash:
+                raise ExecutionError(f"{req.impl} reports metric '{clash[0]}', which the harness already measures")
+            metrics.update(outcome.metrics)
 
             from .verify import verify
 

@@ -7,8 +7,9 @@ from .base import Implementation, Outcome, RunContext
 from .bigjoin import BiGJoin
 from .binary import BinaryJoin
 from .local_gj import LocalGenericJoin
+from .shares import Shares
 
-REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (BinaryJoin, LocalGenericJoin, BiGJoin)}
+REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (BinaryJoin, LocalGenericJoin, BiGJoin, Shares)}
 
 
 def get(name: str) -> type[Implementation]:

@@ -31,6 +31,9 @@ class RunContext:
 class Outcome:
     count: int
     counters: dict = field(default_factory=dict)  # logical counters the implementation wants reported
+    # Measured quantities that belong beside Spark's own counters in the result's `metrics`
+    # (e.g. Shares' `shares` and `tuples_shipped`); they may not replace a Spark counter.
+    metrics: dict = field(default_factory=dict)
 
 
 class Implementation(ABC):

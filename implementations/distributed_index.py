@@ -67,15 +67,8 @@ def build(spark, edges, undirected: bool, workers: int) -> PartitionedIndex:
     root = index_root() / uuid.uuid4().hex[:12]
     root.mkdir(parents=True)
     _created.append(root)
-    # 1. Dense ranks. Only the vertex table (one row per vertex) comes to the driver.
-    degrees = (edges.select(F.col("src").alias("v")).union(edges.select(F.col("dst").alias("v")))
-               .groupBy("v").count().toArrow())
-    ids = degrees.column("v").to_numpy().astype(np.int64)
-    order = np.argsort(ids)
-    ids = ids[order]
-    if len(ids) >= 2**31 - 1:
-        raise DataError(f"{len(ids)} vertices: ranks must fit in 31 bits")
-    rank = vertex_ranks(ids, degrees.column("count").to_numpy()[order] if undirected else None)
+    # 1. Dense ranks.
+    ids, rank = rank_vertices(edges, undirected)
     np.save(root / "sorted_ids.npy", ids)
     np.save(root / "rank_of_sorted.npy", rank.astype(np.int32))
     # 2. One shuffle: each (key, value) entry goes to the owner of its key, which builds its CSR.
@@ -94,6 +87,19 @@ def build(spark, edges, undirected: bool, workers: int) -> PartitionedIndex:
     np.save(root / "loops.npy", loop_vertices.astype(np.int32))
     return PartitionedIndex(root, workers, undirected, len(ids), ids[np.argsort(rank)], stats[:, 0], stats[:, 1],
                             stats[:, 2], len(loop_vertices))
+
+
+def rank_vertices(edges, undirected: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted vertex ids, dense rank of each): by (degree, id) if undirected, else by id. Only the
+    vertex table (one row per vertex) comes to the driver."""
+    degrees = (edges.select(F.col("src").alias("v")).union(edges.select(F.col("dst").alias("v")))
+               .groupBy("v").count().toArrow())
+    ids = degrees.column("v").to_numpy().astype(np.int64)
+    order = np.argsort(ids)
+    ids = ids[order]
+    if len(ids) >= 2**31 - 1:
+        raise DataError(f"{len(ids)} vertices: ranks must fit in 31 bits")
+    return ids, vertex_ranks(ids, degrees.column("count").to_numpy()[order] if undirected else None)
 
 
 def _route_entries(root: str, workers: int, undirected: bool, tokens: np.ndarray):

@@ -12,12 +12,13 @@ from .plan import ExtensionPlan
 
 
 @njit(cache=True)
-def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below, differ, loop, limit, out):
+def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below, differ, loop, loop_kind, limit, out, work):
     """Count matches; write the first `limit` of them (in attribute-order positions) into `out`.
 
-    Level j binds position j. rel_*[j, :rel_count[j]] are the relations (bound position, index kind)
-    that bind it; above/below/differ[j, p] say the value must be >, < or != the one at position p;
-    loop[j] requires a self-loop. offsets/values are (3, n + 1) and (3, *) arrays of the indices."""
+    Level j binds position j. rel_*[j, :rel_count[j]] are the relations (bound position, index) that
+    bind it; above/below/differ[j, p] say the value must be >, < or != the one at position p; loop[j]
+    requires a self-loop, looked up in index loop_kind. offsets/values are (K, n + 1) and (K, *)
+    arrays of K indices. Adds candidates examined and membership probes to work[0] and work[1]."""
     m = rel_count.shape[0]
     vals = np.zeros(m, dtype=np.int64)
     pos = np.zeros(m, dtype=np.int64)
@@ -33,16 +34,19 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
                 pos[j] += 1
             continue
         c = pos[j] if j == 0 else values[kind[j], pos[j]]
+        work[0] += 1
         ok = True
         for p in range(j):
             if (above[j, p] and c <= vals[p]) or (below[j, p] and c >= vals[p]) or (differ[j, p] and c == vals[p]):
                 ok = False
                 break
         if ok and loop[j]:
-            ok = _contains(values[0], offsets[0, c], offsets[0, c + 1], c)
+            work[1] += 1
+            ok = _contains(values[loop_kind], offsets[loop_kind, c], offsets[loop_kind, c + 1], c)
         if ok and j > 0:
             for r in range(1, rel_count[j]):  # relation 0 proposed the candidate
                 k, key = rel_kind[j, r], vals[rel_pos[j, r]]
+                work[1] += 1
                 if not _contains(values[k], offsets[k, key], offsets[k, key + 1], c):
                     ok = False
                     break
@@ -105,20 +109,21 @@ class LocalGenericJoin(Implementation):
         self.n = n
         self.plan = ExtensionPlan.from_spec(self.ctx.spec)
 
-    def _run(self, limit: int) -> tuple[int, np.ndarray]:
+    def _run(self, limit: int) -> tuple[int, np.ndarray, np.ndarray]:
         m = len(self.ctx.spec.attribute_order)
         out = np.zeros((max(limit, 0), m), dtype=np.int64)
+        work = np.zeros(2, dtype=np.int64)
         p = self.plan
         count = generic_join(self.n, self.offsets, self.values, p.rel_count, p.rel_pos.copy(), p.rel_kind.copy(),
-                             p.above, p.below, p.differ, p.loop, limit, out)
-        return int(count), out
+                             p.above, p.below, p.differ, p.loop, 0, limit, out, work)
+        return int(count), out, work
 
     def count(self) -> Outcome:
-        count, _ = self._run(0)
-        return Outcome(count=count)
+        count, _, work = self._run(0)
+        return Outcome(count=count, counters={"candidates": int(work[0]), "probes": int(work[1])})
 
     def matches(self, limit: int) -> list[tuple]:
-        count, out = self._run(limit)
+        count, out, _ = self._run(limit)
         spec = self.ctx.spec
         where = [spec.attribute_order.index(a) for a in spec.query.attributes]
         rows = self.ids[out[: min(count, limit)]]

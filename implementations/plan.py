@@ -12,6 +12,8 @@ from harness.query import JoinSpec
 
 # Index kinds. Undirected: neighbours ranked above the key / below it / all of them (the
 # concatenation of the two, which is sorted). Directed: out-neighbours / in-neighbours.
+# As a relation of (early, late) pairs over edge rows (src, dst) (undirected rows have src < dst):
+# FORWARD is (src, dst), REVERSE is (dst, src), BOTH is their union.
 FORWARD, REVERSE, BOTH = 0, 1, 2
 
 
@@ -25,6 +27,10 @@ class ExtensionPlan:
     below: np.ndarray  # (m, m) value at j must be < value at p
     differ: np.ndarray  # (m, m) value at j must differ from value at p
     loop: np.ndarray  # (m,) value at j needs a self-loop
+    # The query's non-loop relations as (early position, late position, kind): each is read only at
+    # its late position, keyed by its early one. rel_atom[j, r] names the relation behind rel_*[j, r].
+    atoms: list[tuple[int, int, int]]
+    rel_atom: np.ndarray  # (m, R)
 
     @classmethod
     def from_spec(cls, spec: JoinSpec) -> "ExtensionPlan":
@@ -40,6 +46,8 @@ class ExtensionPlan:
             below=np.zeros((m, m), dtype=np.bool_),
             differ=np.zeros((m, m), dtype=np.bool_),
             loop=np.zeros(m, dtype=np.bool_),
+            atoms=[],
+            rel_atom=np.zeros((m, max(1, 2 * len(spec.query.edges))), dtype=np.int64),
         )
         for x, y in spec.query.edges:
             if x == y:
@@ -56,8 +64,9 @@ class ExtensionPlan:
             else:
                 kind = BOTH
             r = plan.rel_count[j]
-            plan.rel_pos[j, r], plan.rel_kind[j, r] = at[early], kind
+            plan.rel_pos[j, r], plan.rel_kind[j, r], plan.rel_atom[j, r] = at[early], kind, len(plan.atoms)
             plan.rel_count[j] += 1
+            plan.atoms.append((at[early], j, kind))
         for lo, hi in spec.less_than:
             if at[hi] > at[lo]:
                 plan.above[at[hi], at[lo]] = True

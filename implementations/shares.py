@@ -1,0 +1,226 @@
+"""`shares` (§1.2.2, Appendix F): Shares/HyperCube on Spark. One shuffle sends every tuple of every
+relation to each cell of the share grid that agrees with its hashed attributes; each cell then runs
+local-gj's Generic Join over the fragments it received, and the driver sums the cells' counts.
+
+A match is counted in exactly one cell: every attribute lies in some relation, so all of a match's
+tuples (and only they) agree on the cell whose coordinate for attribute a is h_a(value of a).
+
+The grid shuffle is pure Spark SQL (hash, explode over the free coordinates, repartition by a routing
+token per cell), so the rows shipped are real shuffle records; only the per-cell join is Python
+(numpy + numba, once per cell)."""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from harness.errors import ExecutionError
+
+from . import exchange, hypercube
+from .base import Implementation, Outcome
+from .csr import build_csr
+from .distributed_index import rank_vertices
+from .local_gj import generic_join
+from .plan import BOTH, FORWARD, REVERSE, ExtensionPlan
+
+MATCH_SAMPLE = 5001  # matches each cell keeps during a count, so verifying small results needs no rerun
+_CELL = 20  # blob kind: one cell's result
+_ARRANGEMENT = "shares:ranked-edges"
+
+
+class Shares(Implementation):
+    name = "shares"
+    description = "Shares/HyperCube: optimal integer shares, one shuffle, local Generic Join per cell"
+
+    def prepare(self) -> None:
+        spec = self.ctx.spec
+        self.plan = ExtensionPlan.from_spec(spec)
+        self.plan.require_connected_order(spec)
+        if _ARRANGEMENT in self.ctx.arrangements:
+            self.index_reused = True
+        else:
+            self.ctx.arrangements[_ARRANGEMENT] = self._rank_edges()
+        self.edges, self.ids, edge_rows, loop_rows = self.ctx.arrangements[_ARRANGEMENT]
+        order = spec.attribute_order
+        size = {FORWARD: edge_rows, REVERSE: edge_rows, BOTH: 2 * edge_rows}
+        self.relations = [hypercube.Relation(f"{order[e]}-{order[l]}", (order[e], order[l]), size[kind])
+                          for e, l, kind in self.plan.atoms]
+        self.loop_positions = [j for j in range(self.plan.m) if self.plan.loop[j]]
+        self.relations += [hypercube.Relation(f"{order[j]}-{order[j]}", (order[j],), loop_rows) for j in self.loop_positions]
+        self.allocation = hypercube.allocate(order, self.relations, self.ctx.workers)
+        self._sample = None
+
+    def _rank_edges(self) -> tuple[DataFrame, np.ndarray | None, int, int]:
+        """(edges, rank -> id, edge rows, self-loop rows). Undirected graphs are relabelled by
+        (degree, id) rank, as local-gj does, so cells' forward lists stay short; the order must be
+        global, since the symmetry-breaking filters compare values across cells."""
+        edges = self.ctx.edges
+        if self.ctx.spec.semantics == "undirected":
+            ids, rank = rank_vertices(edges, undirected=True)
+            import pyarrow as pa
+
+            table = F.broadcast(self.ctx.spark.createDataFrame(pa.table({"v": ids, "r": rank})))
+            s, d = table.alias("s"), table.alias("d")
+            ranked = (edges.join(s, edges.src == F.col("s.v")).join(d, edges.dst == F.col("d.v"))
+                      .select(F.least("s.r", "d.r").alias("src"), F.greatest("s.r", "d.r").alias("dst"))
+                      .cache())
+            rows = ranked.count()
+            return ranked, ids[np.argsort(rank)], rows, 0
+        rows = edges.count()
+        return edges, None, rows, edges.filter(F.col("src") == F.col("dst")).count()
+
+    # ---- the grid -------------------------------------------------------------------------------
+
+    def coordinate(self, position: int, value: Column) -> Column:
+        """Cell coordinate of attribute `position` for a value: its own hash function mod its share."""
+        share = self.allocation.shares[self.ctx.spec.attribute_order[position]]
+        if share == 1:
+            return F.lit(0)
+        return F.pmod(F.xxhash64(F.lit(position), value.cast("long")), F.lit(share))
+
+    def cell_of(self, values: dict[int, Column], free: Column | None = None) -> Column:
+        """Cell id (mixed radix over attribute positions) from the bound positions' values; the other
+        positions take their coordinate from `free`, a number in [0, product of their shares)."""
+        shares = [self.allocation.shares[a] for a in self.ctx.spec.attribute_order]
+        cell, stride, free_stride = F.lit(0), 1, 1
+        for j, share in enumerate(shares):
+            if j in values:
+                coord = self.coordinate(j, values[j])
+            else:
+                coord = F.pmod(F.floor(free / free_stride), F.lit(share)) if share > 1 else F.lit(0)
+                free_stride *= share
+            cell = cell + coord * stride
+            stride *= share
+        return cell
+
+    def _shipped(self, rows: DataFrame, relation: int, early: tuple[int, str], late: tuple[int, str],
+                 tokens: np.ndarray) -> DataFrame:
+        """Every (token, relation, early, late) copy of one relation's tuples, one per cell that agrees
+        with it: (position, column) give each end's attribute position and source column."""
+        bound = dict([early, late])
+        shares = [self.allocation.shares[a] for a in self.ctx.spec.attribute_order]
+        copies = math.prod(s for j, s in enumerate(shares) if j not in bound)
+        if copies > 1:
+            rows = rows.withColumn("_free", F.explode(F.sequence(F.lit(0), F.lit(copies - 1))))
+        cell = self.cell_of({j: F.col(c) for j, c in bound.items()}, F.col("_free") if copies > 1 else None)
+        token = F.element_at(F.array(*[F.lit(int(t)).cast("long") for t in tokens]), (cell + 1).cast("int"))
+        return rows.select(token.alias("token"), F.lit(relation).alias("relation"),
+                           F.col(early[1]).cast("long").alias("early"), F.col(late[1]).cast("long").alias("late"))
+
+    def _run(self, limit: int) -> list[tuple]:
+        """Ship, join in every cell, and return each cell's
+        (cell, count, vertices, join seconds, tuples received per relation, work, matches)."""
+        cells = self.allocation.cells
+        tokens = exchange.routing_tokens(self.ctx.spark, cells)
+        edges, parts = self.edges, []
+        for i, (e, l, kind) in enumerate(self.plan.atoms):
+            if kind in (FORWARD, BOTH):
+                parts.append(self._shipped(edges, i, (e, "src"), (l, "dst"), tokens))
+            if kind in (REVERSE, BOTH):
+                parts.append(self._shipped(edges, i, (e, "dst"), (l, "src"), tokens))
+        loops = edges.filter(F.col("src") == F.col("dst"))
+        for i, j in enumerate(self.loop_positions, start=len(self.plan.atoms)):
+            parts.append(self._shipped(loops, i, (j, "src"), (j, "src"), tokens))
+        shipped = parts[0]
+        for part in parts[1:]:
+            shipped = shipped.unionByName(part)
+        rows = (shipped.repartition(cells, "token")
+                .mapInArrow(_cell_join(self.plan, len(self.relations), limit, tokens), exchange.SCHEMA)
+                .collect())
+        empty = np.zeros(len(self.relations), np.int64), np.zeros(2, np.int64), np.zeros((0, self.plan.m), np.int64)
+        result = {c: (c, 0, 0, 0.0, *empty) for c in range(cells)}  # a task may skip an empty partition
+        for row in rows:
+            _, cell, (count, vertices, micros), (received, work, matches) = exchange.unpack(row.payload)
+            result[cell] = (cell, count, vertices, micros / 1e6, received, work, matches.reshape(-1, self.plan.m))
+        return [result[c] for c in range(cells)]
+
+    # ---- the interface --------------------------------------------------------------------------
+
+    def count(self) -> Outcome:
+        cells = self._run(MATCH_SAMPLE)
+        total = sum(c[1] for c in cells)
+        self._sample = (total, cells)
+        alloc, relations = self.allocation, self.relations
+        received = np.stack([c[4] for c in cells])
+        load = received.sum(axis=1)
+        work = np.stack([c[5] for c in cells])
+        per_relation = received.sum(axis=0)
+        rho, tau = hypercube.edge_cover_and_packing(self.ctx.spec.attribute_order, relations)
+        shipped = int(load.sum())
+        counters = {
+            "share_method": "exact search over integer shares with product <= W; least tuples per cell, then least total",
+            "share_vectors_examined": alloc.candidates,
+            "shares": dict(alloc.shares), "cells": alloc.cells, "workers": self.ctx.workers,
+            "relations": [{"relation": r.name, "size": r.size, "replication": hypercube.replication(alloc.shares, r),
+                           "shipped": int(per_relation[i])} for i, r in enumerate(relations)],
+            "input_tuples": sum(r.size for r in relations),
+            "tuples_shipped": shipped,
+            "tuples_shipped_predicted": alloc.communication,
+            "replication_factor": round(shipped / max(1, sum(r.size for r in relations)), 4),
+            "load_per_cell": load.tolist(),
+            "max_cell_load": int(load.max(initial=0)),
+            "mean_cell_load": round(float(load.mean()), 2) if len(load) else 0.0,
+            "predicted_cell_load": round(alloc.load_per_cell, 2),
+            "cell_load_skew": round(float(load.max() / load.mean()), 4) if load.sum() else None,
+            "count_per_cell": [int(c[1]) for c in cells],
+            "candidates_per_cell": work[:, 0].tolist(),
+            "probes_per_cell": work[:, 1].tolist(),
+            "local_work": int(work.sum()),
+            "max_cell_work": int(work.sum(axis=1).max(initial=0)),
+            "mean_cell_work": round(float(work.sum(axis=1).mean()), 2) if len(work) else 0.0,
+            "join_seconds_per_cell": [round(c[3], 4) for c in cells],
+            "rho_star": rho, "tau_star": tau,
+        }
+        return Outcome(count=total, counters=counters,
+                       metrics={"shares": dict(alloc.shares), "tuples_shipped": shipped})
+
+    def matches(self, limit: int) -> list[tuple]:
+        total, cells = self._sample if self._sample else (None, None)
+        if cells is None or total > sum(len(c[6]) for c in cells):
+            cells = self._run(limit)
+        found = np.concatenate([c[6] for c in cells]) if cells else np.zeros((0, self.plan.m), np.int64)
+        rows = (self.ids[found] if self.ids is not None else found)[:limit]
+        spec = self.ctx.spec
+        where = [spec.attribute_order.index(a) for a in spec.query.attributes]
+        return [tuple(int(v) for v in row[where]) for row in rows]
+
+    def matches_by_cell(self, limit: int) -> list[tuple[int, np.ndarray]]:
+        """(cell, matches in attribute-order positions, as shipped values): for checking cell ownership."""
+        return [(c[0], c[6]) for c in self._run(limit)]
+
+
+def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarray):
+    atoms = len(plan.atoms)
+
+    def join(iterator):
+        cell = exchange.current_partition()
+        parts = []
+        for b in iterator:
+            if len(b) and not (b.column(0).to_numpy() == tokens[cell]).all():
+                raise ExecutionError(f"tuples for another cell arrived at cell {cell}: routing tokens are stale")
+            parts.append((b.column(1).to_numpy(), b.column(2).to_numpy(), b.column(3).to_numpy()))
+        relation, early, late = (np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, np.int64) for i in range(3))
+        received = np.bincount(relation, minlength=relations).astype(np.int64)
+        ids = np.unique(np.concatenate([early, late]))
+        early, late = np.searchsorted(ids, early), np.searchsorted(ids, late)
+        n = len(ids)
+        # One index per non-loop relation, keyed by its early attribute; all self-loops in one more.
+        index = [build_csr(early[relation == i], late[relation == i], n) for i in range(atoms)]
+        index.append(build_csr(early[relation >= atoms], late[relation >= atoms], n))
+        offsets = np.stack([o for o, _ in index])
+        values = np.zeros((len(index), max(1, max(len(v) for _, v in index))), dtype=np.int64)
+        for i, (_, v) in enumerate(index):
+            values[i, :len(v)] = v
+        out = np.zeros((limit, plan.m), dtype=np.int64)
+        work = np.zeros(2, dtype=np.int64)
+        start = time.perf_counter()
+        count = generic_join(n, offsets, values, plan.rel_count, plan.rel_pos.copy(), plan.rel_atom.copy(),
+                             plan.above, plan.below, plan.differ, plan.loop, atoms, limit, out, work)
+        micros = int((time.perf_counter() - start) * 1e6)
+        found = ids[out[:min(count, limit)]].ravel()
+        meta = (int(count), n, micros)
+        yield exchange.blobs_batch([cell], [exchange.pack(_CELL, cell, [received, work, found], meta)])
+    return join
