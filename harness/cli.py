@@ -10,123 +10,15 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from . import plots
 from .errors import DataError, HarnessError
 from .results import RESULTS_DIR, new_run_id, write_json_atomic
+from .tables import fmt_int, logical_table, results_table, shares_table, summary_lines
 
 _WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", 200))
 console = Console(stderr=False, highlight=False, width=_WIDTH)
 errors = Console(stderr=True, highlight=False, width=_WIDTH)
-
-
-def _fmt_int(v) -> str:
-    return f"{v:,}" if isinstance(v, int) else ("-" if v is None else str(v))
-
-
-def _fmt_bytes(v) -> str:
-    if not v:
-        return "0" if v == 0 else "-"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if v < 1024:
-            return f"{v:.0f} {unit}"
-        v /= 1024
-    return f"{v:.1f} TiB"
-
-
-def _oracle_cell(r: dict) -> str:
-    if r.get("status") == "DAT" or not r.get("checks") and not r.get("oracle"):
-        return "-"
-    parts = []
-    for c in r.get("checks", []):
-        mark = {True: "[green]✓[/]", False: "[red]✗[/]"}.get(c.get("agrees"), f"[yellow]{c.get('status')}[/]")
-        parts.append(f"{c['name']} {mark}")
-    if not parts:
-        o = r.get("oracle") or {}
-        parts.append(f"[yellow]{o.get('name')} {o.get('status')}[/]")
-    return ", ".join(parts) + ("" if r.get("verified") else " [yellow](unverified)[/]")
-
-
-def results_table(records: list[dict], title: str) -> Table:
-    table = Table(title=title, show_lines=False)
-    for col, justify in [("dataset", "left"), ("query", "left"), ("sem", "left"), ("impl", "left"), ("W", "right"),
-                         ("status", "left"), ("count", "right"), ("verified by", "left"), ("load s", "right"),
-                         ("index s", "right"), ("query s", "right"), ("shuffle rec", "right"), ("rounds", "right"),
-                         ("max/mean load", "right"), ("peak exec mem", "right"), ("spill", "right")]:
-        table.add_column(col, justify=justify)
-    for r in records:
-        m = r.get("metrics", {})
-        status = r["status"]
-        colour = "green" if status == "OK" else "red"
-        skew = m.get("load_skew")
-        table.add_row(
-            str(r["dataset"].get("name")), str(r["query"].get("name")), r["semantics"][:3], r["implementation"],
-            str(r["params"].get("workers")), f"[{colour}]{status}[/]", _fmt_int(r.get("count")), _oracle_cell(r),
-            f"{m['load_s']:.2f}" if "load_s" in m else "-", f"{m['index_s']:.2f}" if "index_s" in m else "-",
-            f"{m['query_s']:.2f}" if "query_s" in m else "-", _fmt_int(m.get("shuffle_records")), _fmt_int(m.get("rounds")),
-            f"{m.get('max_task_records', 0):,} / {m.get('mean_task_records', 0):,.0f} ({skew:.2f}x)" if skew else "-",
-            _fmt_bytes(m.get("peak_exec_memory_bytes")), _fmt_bytes(m.get("spill_bytes")),
-        )
-    return table
-
-
-def logical_table(records: list[dict], title: str) -> Table | None:
-    """The MPC-model counters of the dataflow implementations (§2.3), one row per run."""
-    rows = [r for r in records if r.get("logical", {}).get("tuples_exchanged") is not None]
-    if not rows:
-        return None
-    table = Table(title=title)
-    for col in ("dataset", "query", "impl", "W", "B'", "prefixes per level", "proposals", "probes",
-                "tuples exchanged", "rounds", "batches", "peak in flight", "index"):
-        table.add_column(col, justify="left" if col in ("dataset", "query", "impl", "prefixes per level", "index") else "right")
-    for r in rows:
-        lg = r["logical"]
-        levels = " / ".join(_fmt_int(v) for v in lg.get("prefixes_per_level", {}).values())
-        index = "reused" if r["metrics"].get("index_reused") else "built"
-        table.add_row(str(r["dataset"].get("name")), str(r["query"].get("name")), r["implementation"],
-                      str(r["params"].get("workers")), _fmt_int(lg.get("batch_per_worker")), levels,
-                      _fmt_int(lg.get("proposals")), _fmt_int(lg.get("intersection_probes")),
-                      _fmt_int(lg.get("tuples_exchanged")), _fmt_int(lg.get("rounds")),
-                      _fmt_int(sum(lg.get("batches_per_level", []))), _fmt_int(lg.get("peak_prefixes_in_flight")), index)
-    return table
-
-
-def summary_lines(records: list[dict]) -> list[str]:
-    """Index sharing across runs, and each implementation's time (index_s + query_s) relative to
-    local-gj on the same dataset, query, semantics and parameters, measured in this run."""
-    lines = []
-    built: dict[tuple, tuple[float, int]] = {}
-    for r in records:
-        m = r.get("metrics", {})
-        if "index_s" not in m or r.get("logical", {}).get("index") is None:
-            continue
-        key = (r["dataset"].get("name"), r["semantics"], r["implementation"], r["params"].get("workers"))
-        if not m.get("index_reused"):
-            built[key] = (m["index_s"], built.get(key, (0, 0))[1])
-        elif key in built:
-            built[key] = (built[key][0], built[key][1] + 1)
-    for (dataset, semantics, impl, workers), (seconds, reused) in built.items():
-        if reused:
-            lines.append(f"{impl} on {dataset} ({semantics}, W={workers}): index built once in {seconds:.2f} s and "
-                         f"reused by {reused} more run(s), saving about {seconds * reused:.2f} s")
-
-    def total(r):
-        m = r.get("metrics", {})
-        return m["index_s"] + m["query_s"] if r["status"] == "OK" and "query_s" in m else None
-
-    def same(r):
-        params = {k: v for k, v in r["params"].items() if k != "batch"}
-        return (r["dataset"].get("name"), r["query"].get("name"), r["semantics"], str(sorted(params.items())), r["trial"])
-
-    base = {same(r): r for r in records if r["implementation"] == "local-gj" and total(r)}
-    for r in records:
-        ref = base.get(same(r))
-        if ref is None or r is ref or total(r) is None:
-            continue
-        agree = "same count" if r["count"] == ref["count"] else f"[red]count differs ({r['count']} vs {ref['count']})[/]"
-        lines.append(f"{r['implementation']} / local-gj on {r['query'].get('name')} {r['dataset'].get('name')}: "
-                     f"{total(r):.2f} s / {total(ref):.2f} s = {total(r) / total(ref):.2f}x ({agree})")
-    return lines
 
 
 def _report_failures(records: list[dict]) -> None:
@@ -203,14 +95,17 @@ def cmd_bench(args) -> int:
             name = f"{i:03d}-{_slug(req.impl)}-{_slug(str(record['query'].get('name')))}-{_slug(str(record['dataset'].get('name')))}-w{req.workers}-t{req.trial}.json"
             write_json_atomic(out_dir / name, record)
             mark = "[green]OK[/]" if record["status"] == "OK" else f"[red]{record['status']}[/]"
-            progress.console.print(f"{label}: {mark} count={_fmt_int(record.get('count'))} query_s={record['metrics'].get('query_s', '-')}")
+            progress.console.print(f"{label}: {mark} count={fmt_int(record.get('count'))} query_s={record['metrics'].get('query_s', '-')}")
             progress.advance(task)
     console.print(results_table(records, f"{wl.name} ({wl.tier} tier)"))
-    logical = logical_table(records, "logical counters (MPC model)")
-    if logical is not None:
-        console.print(logical)
+    for extra in (logical_table(records, "logical counters (MPC model)"), shares_table(records, "Shares grid")):
+        if extra is not None:
+            console.print(extra)
     for line in summary_lines(records):
         console.print(line)
+    plot = plots.shares_w_sweep(records, out_dir / "shares-w-sweep.png")
+    if plot is not None:
+        console.print(f"plot: {plot}")
     _report_failures(records)
     console.print(f"results: {out_dir}")
     return 0 if all(r["status"] == "OK" for r in records) else 2

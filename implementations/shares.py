@@ -14,6 +14,7 @@ import math
 import time
 
 import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -60,8 +61,6 @@ class Shares(Implementation):
         edges = self.ctx.edges
         if self.ctx.spec.semantics == "undirected":
             ids, rank = rank_vertices(edges, undirected=True)
-            import pyarrow as pa
-
             table = F.broadcast(self.ctx.spark.createDataFrame(pa.table({"v": ids, "r": rank})))
             s, d = table.alias("s"), table.alias("d")
             ranked = (edges.join(s, edges.src == F.col("s.v")).join(d, edges.dst == F.col("d.v"))

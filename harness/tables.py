@@ -1,0 +1,156 @@
+"""Console tables of run records: results, the MPC-model counters of the dataflow implementations,
+Shares' grid, and one-line summaries (index sharing, time and communication side by side)."""
+from __future__ import annotations
+
+from rich.table import Table
+
+
+def fmt_int(v) -> str:
+    return f"{v:,}" if isinstance(v, int) else ("-" if v is None else str(v))
+
+
+def _fmt_bytes(v) -> str:
+    if not v:
+        return "0" if v == 0 else "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if v < 1024:
+            return f"{v:.0f} {unit}"
+        v /= 1024
+    return f"{v:.1f} TiB"
+
+
+def _oracle_cell(r: dict) -> str:
+    if r.get("status") == "DAT" or not r.get("checks") and not r.get("oracle"):
+        return "-"
+    parts = []
+    for c in r.get("checks", []):
+        mark = {True: "[green]✓[/]", False: "[red]✗[/]"}.get(c.get("agrees"), f"[yellow]{c.get('status')}[/]")
+        parts.append(f"{c['name']} {mark}")
+    if not parts:
+        o = r.get("oracle") or {}
+        parts.append(f"[yellow]{o.get('name')} {o.get('status')}[/]")
+    return ", ".join(parts) + ("" if r.get("verified") else " [yellow](unverified)[/]")
+
+
+def results_table(records: list[dict], title: str) -> Table:
+    table = Table(title=title, show_lines=False)
+    for col, justify in [("dataset", "left"), ("query", "left"), ("sem", "left"), ("impl", "left"), ("W", "right"),
+                         ("status", "left"), ("count", "right"), ("verified by", "left"), ("load s", "right"),
+                         ("index s", "right"), ("query s", "right"), ("shuffle rec", "right"), ("rounds", "right"),
+                         ("max/mean load", "right"), ("peak exec mem", "right"), ("spill", "right")]:
+        table.add_column(col, justify=justify)
+    for r in records:
+        m = r.get("metrics", {})
+        status = r["status"]
+        colour = "green" if status == "OK" else "red"
+        skew = m.get("load_skew")
+        table.add_row(
+            str(r["dataset"].get("name")), str(r["query"].get("name")), r["semantics"][:3], r["implementation"],
+            str(r["params"].get("workers")), f"[{colour}]{status}[/]", fmt_int(r.get("count")), _oracle_cell(r),
+            f"{m['load_s']:.2f}" if "load_s" in m else "-", f"{m['index_s']:.2f}" if "index_s" in m else "-",
+            f"{m['query_s']:.2f}" if "query_s" in m else "-", fmt_int(m.get("shuffle_records")), fmt_int(m.get("rounds")),
+            f"{m.get('max_task_records', 0):,} / {m.get('mean_task_records', 0):,.0f} ({skew:.2f}x)" if skew else "-",
+            _fmt_bytes(m.get("peak_exec_memory_bytes")), _fmt_bytes(m.get("spill_bytes")),
+        )
+    return table
+
+
+def logical_table(records: list[dict], title: str) -> Table | None:
+    """The MPC-model counters of the dataflow implementations (§2.3), one row per run."""
+    rows = [r for r in records if r.get("logical", {}).get("tuples_exchanged") is not None]
+    if not rows:
+        return None
+    table = Table(title=title)
+    for col in ("dataset", "query", "impl", "W", "B'", "prefixes per level", "proposals", "probes",
+                "tuples exchanged", "rounds", "batches", "peak in flight", "index"):
+        table.add_column(col, justify="left" if col in ("dataset", "query", "impl", "prefixes per level", "index") else "right")
+    for r in rows:
+        lg = r["logical"]
+        levels = " / ".join(fmt_int(v) for v in lg.get("prefixes_per_level", {}).values())
+        index = "reused" if r["metrics"].get("index_reused") else "built"
+        table.add_row(str(r["dataset"].get("name")), str(r["query"].get("name")), r["implementation"],
+                      str(r["params"].get("workers")), fmt_int(lg.get("batch_per_worker")), levels,
+                      fmt_int(lg.get("proposals")), fmt_int(lg.get("intersection_probes")),
+                      fmt_int(lg.get("tuples_exchanged")), fmt_int(lg.get("rounds")),
+                      fmt_int(sum(lg.get("batches_per_level", []))), fmt_int(lg.get("peak_prefixes_in_flight")), index)
+    return table
+
+
+def summary_lines(records: list[dict]) -> list[str]:
+    """Index sharing across runs, and each implementation's time (index_s + query_s) relative to
+    local-gj on the same dataset, query, semantics and parameters, measured in this run."""
+    lines = []
+    built: dict[tuple, tuple[float, int]] = {}
+    for r in records:
+        m = r.get("metrics", {})
+        if "index_s" not in m or r.get("logical", {}).get("index") is None:
+            continue
+        key = (r["dataset"].get("name"), r["semantics"], r["implementation"], r["params"].get("workers"))
+        if not m.get("index_reused"):
+            built[key] = (m["index_s"], built.get(key, (0, 0))[1])
+        elif key in built:
+            built[key] = (built[key][0], built[key][1] + 1)
+    for (dataset, semantics, impl, workers), (seconds, reused) in built.items():
+        if reused:
+            lines.append(f"{impl} on {dataset} ({semantics}, W={workers}): index built once in {seconds:.2f} s and "
+                         f"reused by {reused} more run(s), saving about {seconds * reused:.2f} s")
+
+    def total(r):
+        m = r.get("metrics", {})
+        return m["index_s"] + m["query_s"] if r["status"] == "OK" and "query_s" in m else None
+
+    def same(r):
+        params = {k: v for k, v in r["params"].items() if k != "batch"}
+        return (r["dataset"].get("name"), r["query"].get("name"), r["semantics"], str(sorted(params.items())), r["trial"])
+
+    base = {same(r): r for r in records if r["implementation"] == "local-gj" and total(r)}
+    for r in records:
+        ref = base.get(same(r))
+        if ref is None or r is ref or total(r) is None:
+            continue
+        agree = "same count" if r["count"] == ref["count"] else f"[red]count differs ({r['count']} vs {ref['count']})[/]"
+        lines.append(f"{r['implementation']} / local-gj on {r['query'].get('name')} {r['dataset'].get('name')}: "
+                     f"{total(r):.2f} s / {total(ref):.2f} s = {total(r) / total(ref):.2f}x ({agree})")
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        if r["status"] == "OK" and r["implementation"] != "local-gj" and communication(r):
+            groups.setdefault((same(r), r["params"].get("workers")), []).append(r)
+    for group in groups.values():
+        if len(group) > 1:
+            r = group[0]
+            parts = [f"{g['implementation']} {fmt_int(communication(g)[0])} {communication(g)[1]} in {total(g):.2f} s" for g in group]
+            lines.append(f"communication on {r['query'].get('name')} {r['dataset'].get('name')} W={r['params'].get('workers')}: " + "; ".join(parts))
+    return lines
+
+
+def shares_table(records: list[dict], title: str) -> Table | None:
+    """Shares/HyperCube runs: the grid, what it shipped against the formula, and the per-cell load."""
+    rows = [r for r in records if r.get("logical", {}).get("tuples_shipped_predicted") is not None]
+    if not rows:
+        return None
+    table = Table(title=title)
+    for col in ("dataset", "query", "W", "shares", "cells", "input", "shipped", "= formula", "replication",
+                "cell load max / mean", "predicted", "cell work max / mean", "join s max"):
+        table.add_column(col, justify="left" if col in ("dataset", "query", "shares") else "right")
+    for r in rows:
+        lg, m = r["logical"], r["metrics"]
+        exact = "[green]yes[/]" if m.get("tuples_shipped") == lg["tuples_shipped_predicted"] else "[red]no[/]"
+        table.add_row(str(r["dataset"].get("name")), str(r["query"].get("name")), str(r["params"].get("workers")),
+                      " ".join(f"{a}={s}" for a, s in lg["shares"].items()), str(lg["cells"]), fmt_int(lg["input_tuples"]),
+                      fmt_int(m.get("tuples_shipped")), exact, f"{lg['replication_factor']:.2f}",
+                      f"{fmt_int(lg['max_cell_load'])} / {lg['mean_cell_load']:,.0f}", f"{lg['predicted_cell_load']:,.0f}",
+                      f"{fmt_int(lg['max_cell_work'])} / {lg['mean_cell_work']:,.0f}",
+                      f"{max(lg['join_seconds_per_cell'], default=0):.2f}")
+    return table
+
+
+def communication(record: dict) -> tuple[int, str] | None:
+    """(tuples, what they are) moved between workers by one run, in the implementation's own unit."""
+    m, lg = record.get("metrics", {}), record.get("logical", {})
+    if m.get("tuples_shipped") is not None:
+        return m["tuples_shipped"], "tuples shipped to cells"
+    if lg.get("tuples_exchanged") is not None:
+        return lg["tuples_exchanged"], "prefix tuples exchanged"
+    if m.get("shuffle_records"):
+        return m["shuffle_records"], "Spark shuffle records"
+    return None
