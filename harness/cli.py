@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from . import plots
 from .errors import DataError, HarnessError
 from .results import RESULTS_DIR, new_run_id, write_json_atomic
-from .tables import fmt_int, logical_table, results_table, shares_table, summary_lines
+from .tables import balance_table, fmt_int, logical_table, results_table, shares_table, summary_lines
 
 _WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", 200))
 console = Console(stderr=False, highlight=False, width=_WIDTH)
@@ -98,7 +98,8 @@ def cmd_bench(args) -> int:
             progress.console.print(f"{label}: {mark} count={fmt_int(record.get('count'))} query_s={record['metrics'].get('query_s', '-')}")
             progress.advance(task)
     console.print(results_table(records, f"{wl.name} ({wl.tier} tier)"))
-    for extra in (logical_table(records, "logical counters (MPC model)"), shares_table(records, "Shares grid")):
+    for extra in (logical_table(records, "logical counters (MPC model)"), shares_table(records, "Shares grid"),
+                  balance_table(records, "per-worker balance (BiGJoin family)")):
         if extra is not None:
             console.print(extra)
     for line in summary_lines(records):

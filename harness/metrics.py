@@ -83,6 +83,8 @@ class SparkCounters:
                 for t in tasks:
                     totals["peak_exec_memory_bytes"] = max(totals["peak_exec_memory_bytes"], t["taskMetrics"].get("peakExecutionMemory", 0))
                 reads = [t["taskMetrics"]["shuffleReadMetrics"]["recordsRead"] for t in tasks]
+                read_bytes = [t["taskMetrics"]["shuffleReadMetrics"].get("localBytesRead", 0)
+                              + t["taskMetrics"]["shuffleReadMetrics"].get("remoteBytesRead", 0) for t in tasks]
                 if attempt.get("shuffleReadRecords", 0) > 0 and reads:
                     per_round.append({
                         "stage": sid, "attempt": attempt["attemptId"], "phase": (phase_of.get(sid) or "").rsplit(":", 1)[-1],
@@ -90,6 +92,9 @@ class SparkCounters:
                         "bytes": attempt.get("shuffleReadBytes", 0),
                         "max_task_records": max(reads), "mean_task_records": sum(reads) / len(reads),
                         "skew": (max(reads) / (sum(reads) / len(reads))) if sum(reads) else None,
+                        # Bytes per task: the load where rows are blobs of many tuples (the BiGJoin family).
+                        "max_task_bytes": max(read_bytes), "mean_task_bytes": sum(read_bytes) / len(read_bytes),
+                        "bytes_skew": (max(read_bytes) / (sum(read_bytes) / len(read_bytes))) if sum(read_bytes) else None,
                     })
         # The load L of the MPC model is the largest per-worker receive in any round; the skew is
         # reported for that heaviest round (max/mean over its tasks).

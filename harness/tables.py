@@ -144,6 +144,31 @@ def shares_table(records: list[dict], title: str) -> Table | None:
     return table
 
 
+def balance_table(records: list[dict], title: str) -> Table | None:
+    """The BiGJoin family's per-worker balance: the worst round with enough work to share (tuples
+    received per worker, and Spark's shuffle bytes read per task), index entries per worker, and
+    communication, each run beside the others on the same graph."""
+    rows = [r for r in records if r.get("logical", {}).get("round_load_skew") is not None]
+    if not rows:
+        return None
+    table = Table(title=title)
+    for col in ("dataset", "query", "W", "impl", "rounds busy / all", "worst round max/mean", "Spark bytes max/mean",
+                "index max/mean", "tuples exchanged", "shuffle bytes", "time s"):
+        table.add_column(col, justify="left" if col in ("dataset", "query", "impl") else "right")
+    for r in rows:
+        lg, m = r["logical"], r["metrics"]
+        busy = [x for x in m.get("per_round", []) if x.get("phase") == "query"
+                and x.get("mean_task_bytes", 0) >= 8 * lg["enough_work_per_worker"]]
+        spark_skew = max((x["bytes_skew"] for x in busy if x.get("bytes_skew")), default=None)
+        worst = lg.get("max_round_load_skew")
+        table.add_row(str(r["dataset"].get("name")), str(r["query"].get("name")), str(r["params"].get("workers")),
+                      r["implementation"], f"{lg['rounds_with_enough_work']} / {len(lg['round_load_skew'])}",
+                      f"{worst:.2f}" if worst else "-", f"{spark_skew:.2f}" if spark_skew else "-",
+                      f"{lg['index'].get('entries_max_over_mean') or 0:.2f}", fmt_int(lg["tuples_exchanged"]),
+                      _fmt_bytes(m.get("shuffle_bytes")), f"{(m.get('index_s') or 0) + (m.get('query_s') or 0):.2f}")
+    return table
+
+
 def communication(record: dict) -> tuple[int, str] | None:
     """(tuples, what they are) moved between workers by one run, in the implementation's own unit."""
     m, lg = record.get("metrics", {}), record.get("logical", {})

@@ -5,11 +5,12 @@ from harness.errors import DataError
 
 from .base import Implementation, Outcome, RunContext
 from .bigjoin import BiGJoin
+from .bigjoin_s import BiGJoinS
 from .binary import BinaryJoin
 from .local_gj import LocalGenericJoin
 from .shares import Shares
 
-REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (BinaryJoin, LocalGenericJoin, BiGJoin, Shares)}
+REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (BinaryJoin, LocalGenericJoin, BiGJoin, BiGJoinS, Shares)}
 
 
 def get(name: str) -> type[Implementation]:

@@ -18,9 +18,12 @@ from harness.errors import DataError
 from . import distributed_index, exchange
 from .base import Implementation, Outcome
 from .plan import ExtensionPlan
-from .prefix_extension import Chunk, ExtensionJob, JobResult, run_job
+from .prefix_extension import FIELDS, RECEIVED, Chunk, ExtensionJob, JobResult, run_job
 
 DEFAULT_BATCH = 1 << 22
+# A round has enough work to share when its workers receive at least this many tuples each on
+# average; below it, max/mean measures hashing noise on a handful of tuples, not balance.
+ENOUGH_WORK = 1000
 MATCH_SAMPLE = 5001  # a count also keeps this many matches, so verifying small results needs no rerun
 
 
@@ -35,10 +38,14 @@ class Batches:
     def remaining(self, level: int) -> list[int]:
         return [sum(c.work for c in q) - done for q, done in zip(self.queues[level], self.consumed[level])]
 
+    def full(self, level: int) -> bool:
+        """BiGJoin's rule: some worker has a full batch waiting."""
+        return max(self.remaining(level), default=0) >= self.budget
+
     def next_level(self) -> int | None:
-        """The deepest level where some worker has a full batch waiting, else the deepest with any work."""
+        """The deepest level with a full batch waiting, else the deepest with any work."""
         waiting = {j: max(self.remaining(j), default=0) for j in self.queues}
-        full = [j for j, w in waiting.items() if w >= self.budget]
+        full = [j for j in self.queues if self.full(j)]
         some = [j for j, w in waiting.items() if w > 0]
         return max(full) if full else max(some) if some else None
 
@@ -63,6 +70,8 @@ class Batches:
 class BiGJoin(Implementation):
     name = "bigjoin"
     description = "BiGJoin: Generic Join as a Spark dataflow of count/propose/intersect exchanges, batched"
+    job_class = ExtensionJob
+    batches_class = Batches
 
     def prepare(self) -> None:
         ctx = self.ctx
@@ -77,6 +86,7 @@ class BiGJoin(Implementation):
         if not self.index_reused:
             ctx.arrangements[key] = distributed_index.build(ctx.spark, ctx.edges, ctx.spec.semantics == "undirected", ctx.workers)
         self.index = ctx.arrangements[key]
+
 
     def count(self) -> Outcome:
         count, counters, self._sample = self._run(MATCH_SAMPLE)
@@ -98,7 +108,7 @@ class BiGJoin(Implementation):
         ctx, plan, index = self.ctx, self.plan, self.index
         run_dir = str(index.root / f"run-{uuid.uuid4().hex[:8]}")
         tokens = exchange.routing_tokens(ctx.spark, ctx.workers)
-        batches = Batches(plan.m, ctx.workers, self.budget)
+        batches = self.batches_class(plan.m, ctx.workers, self.budget)
         counters = Counters(plan.m)
         found: list[np.ndarray] = []
         if plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
@@ -107,9 +117,9 @@ class BiGJoin(Implementation):
         try:
             level, job_id = 0, 0
             while level is not None:
-                job = ExtensionJob(str(index.root), ctx.workers, tokens, plan, level, self.budget,
-                                   batches.queues.get(level, [[] for _ in range(ctx.workers)]),
-                                   batches.consumed.get(level, [0] * ctx.workers), run_dir, job_id, match_limit)
+                job = self.job_class(str(index.root), ctx.workers, tokens, plan, level, self.budget,
+                                     batches.queues.get(level, [[] for _ in range(ctx.workers)]),
+                                     batches.consumed.get(level, [0] * ctx.workers), run_dir, job_id, match_limit)
                 result = run_job(ctx.spark, job)
                 counters.add(job, result, batches)
                 if level > 0:
@@ -132,7 +142,7 @@ class Counters:
     def __init__(self, m: int):
         self.count = 0
         self.prefixes = [0] * (m + 1)  # prefixes[j] = |P_j|
-        self.totals = dict.fromkeys(("count_lookups", "proposals", "probes"), 0)
+        self.totals = dict.fromkeys(("count_lookups", "proposals", "probes", "sent_lookups", "lookups_aggregated"), 0)
         self.exchanged = 0
         self.exchanged_remote = 0
         self.by_round: dict[str, int] = {}
@@ -141,6 +151,7 @@ class Counters:
         self.jobs_per_level = [0] * m
         self.peak_in_flight = 0
         self.peak_queued = 0
+        self.round_loads: list[list[int]] = []  # tuples received by each worker, per exchange in run order
 
     def add(self, job: ExtensionJob, result: JobResult, batches: Batches) -> None:
         j = job.level
@@ -153,16 +164,26 @@ class Counters:
         self.count += result.total("counted")
         for name in self.totals:
             self.totals[name] += result.total(name)
-        received = result.per_stage("received_prefixes") + result.per_stage("received_candidates")
+        received = sum(result.per_stage(name) for name in RECEIVED)
+        loads = sum(result.per_worker(name) for name in RECEIVED)  # (stage, worker)
         for stage in range(1, len(received)):
             key = f"level{j}.exchange{stage}"
             self.by_round[key] = self.by_round.get(key, 0) + int(received[stage])
             self.max_round = max(self.max_round, int(received[stage]))
+            self.round_loads.append(loads[stage].tolist())
         self.exchanged += int(received[1:].sum())
-        self.exchanged_remote += result.total("sent_remote_prefixes") + result.total("sent_remote_candidates")
+        self.exchanged_remote += sum(result.total(name) for name in FIELDS if name.startswith("sent_remote_"))
         held = result.per_stage("held_prefixes") + result.per_stage("held_candidates")
         self.peak_in_flight = max(self.peak_in_flight, int(held.max(initial=0)))
         self.peak_queued = max(self.peak_queued, batches.queued_prefixes() + result.total("queued_rows"))
+
+    def balance(self) -> dict:
+        """Per-round max/mean of the tuples each worker received, and the worst round that had
+        enough work to share."""
+        skews = [round(max(r) * len(r) / sum(r), 4) if sum(r) else None for r in self.round_loads]
+        busy = [s for s, r in zip(skews, self.round_loads) if sum(r) >= ENOUGH_WORK * len(r)]
+        return {"round_load_skew": skews, "enough_work_per_worker": ENOUGH_WORK,
+                "rounds_with_enough_work": len(busy), "max_round_load_skew": max(busy, default=None)}
 
     def report(self, index, budget: int, reused: bool) -> dict:
         return {
@@ -171,6 +192,9 @@ class Counters:
             "count_lookups": self.totals["count_lookups"],
             "proposals": self.totals["proposals"],
             "intersection_probes": self.totals["probes"],
+            # BiGJoin-S only: lookups sent as requests, and those saved by aggregating identical keys.
+            "distinct_lookups_sent": self.totals["sent_lookups"],
+            "lookups_aggregated": self.totals["lookups_aggregated"],
             "tuples_exchanged": self.exchanged,
             "tuples_exchanged_remote": self.exchanged_remote,
             "tuples_exchanged_per_round": self.by_round,
@@ -179,5 +203,7 @@ class Counters:
             "batches_per_level": self.jobs_per_level,
             "peak_prefixes_in_flight": self.peak_in_flight,
             "peak_prefixes_queued": self.peak_queued,
+            "worker_load_per_round": self.round_loads,
+            **self.balance(),
             "index": dict(index.describe(), reused=reused),
         }

@@ -32,6 +32,11 @@ def index_root() -> Path:
     return Path(os.environ.get("HARNESS_INDEX_DIR", Path(tempfile.gettempdir()) / "harness-index"))
 
 
+def register_for_cleanup(path: Path) -> None:
+    """Remove this index directory when the process exits."""
+    _created.append(path)
+
+
 @atexit.register
 def _remove_created() -> None:
     for path in _created:
@@ -66,7 +71,7 @@ class PartitionedIndex:
 def build(spark, edges, undirected: bool, workers: int) -> PartitionedIndex:
     root = index_root() / uuid.uuid4().hex[:12]
     root.mkdir(parents=True)
-    _created.append(root)
+    register_for_cleanup(root)
     # 1. Dense ranks.
     ids, rank = rank_vertices(edges, undirected)
     np.save(root / "sorted_ids.npy", ids)
@@ -158,12 +163,12 @@ def load_partition(root: str, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     key = (root, p)
     if key not in _loaded:
         directory = os.path.join(root, f"p{p}")
-        _loaded[key] = tuple(_mapped(os.path.join(directory, f"{name}.npy"))
-                             for name in ("keys", "offsets", "forward", "reverse")) + (_mapped(os.path.join(root, "loops.npy")),)
+        _loaded[key] = tuple(mapped(os.path.join(directory, f"{name}.npy"))
+                             for name in ("keys", "offsets", "forward", "reverse")) + (mapped(os.path.join(root, "loops.npy")),)
     return _loaded[key]
 
 
-def _mapped(path: str) -> np.ndarray:
+def mapped(path: str) -> np.ndarray:
     try:
         return np.asarray(np.load(path, mmap_mode="r"))  # a plain read-only view, which numba accepts
     except ValueError:  # numpy cannot map an empty array

@@ -24,9 +24,11 @@ from .extension_kernels import count_items, gather_lists, intersect_items, next_
 from .plan import ExtensionPlan
 
 CANDIDATES, PREFIXES, STATS, MATCHES = 1, 2, 3, 4
-FIELDS = ("stage", "worker", "received_prefixes", "received_candidates", "sent_prefixes", "sent_candidates",
-          "sent_remote_prefixes", "sent_remote_candidates", "held_prefixes", "held_candidates", "count_lookups",
-          "proposals", "probes", "produced", "counted", "queued_rows", "queued_work")
+FIELDS = ("stage", "worker", "received_prefixes", "received_candidates", "received_lookups", "received_answers",
+          "received_ranges", "sent_prefixes", "sent_candidates", "sent_remote_prefixes", "sent_remote_candidates",
+          "sent_lookups", "sent_remote_lookups", "sent_remote_answers", "sent_remote_ranges", "lookups_aggregated", "held_prefixes", "held_candidates",
+          "count_lookups", "proposals", "probes", "produced", "counted", "queued_rows", "queued_work")
+RECEIVED = tuple(name for name in FIELDS if name.startswith("received_"))
 F = {name: i for i, name in enumerate(FIELDS)}
 INT32_MAX = 2**31 - 1
 
@@ -66,19 +68,38 @@ class ExtensionJob:
     def chunk_path(self, level: int, worker: int, stage: int) -> str:
         return os.path.join(self.run_dir, f"L{level}", f"p{worker}", f"j{self.job_id:06d}-s{stage}.bin")
 
+    def cleanup(self) -> None:
+        """Called by the driver once the job's results are in."""
+
+    def start_task(self, final: bool):
+        return _start_task(self, final)
+
+    def stage_task(self, number: int, final: bool):
+        return _stage_task(self, number, final)
+
 
 class _Items:
-    """Columns of in-flight items: an (n, j) int32 prefix matrix then per-item int32 columns."""
+    """Columns of in-flight items: an (n, j) int32 prefix matrix then per-item int32 columns, packed
+    into blobs of kind KIND."""
+    KIND = 0
 
     @classmethod
     def empty(cls, width: int):
         z = np.zeros(0, dtype=np.int32)
         return cls(np.zeros((0, width), dtype=np.int32), *[z] * (len(cls.__dataclass_fields__) - 1))
 
+    def take(self, order):
+        return type(self)(*(getattr(self, f)[order] for f in self.__dataclass_fields__))
+
+    def work(self) -> np.ndarray:
+        """Proposal work of each queued item."""
+        raise NotImplementedError
+
 
 @dataclass
 class Candidates(_Items):
     """Prefixes with their candidate extensions (concatenated lists), during Intersect."""
+    KIND = CANDIDATES
     prefix: np.ndarray
     mask: np.ndarray  # relations still to intersect
     lengths: np.ndarray
@@ -92,13 +113,14 @@ class Candidates(_Items):
 @dataclass
 class Prefixes(_Items):
     """Prefixes during Count, and queued for Propose: the smallest count so far and its relation."""
+    KIND = PREFIXES
     prefix: np.ndarray
     mask: np.ndarray  # relations still to count
     min_rel: np.ndarray
     min_count: np.ndarray
 
-    def take(self, order) -> "Prefixes":
-        return Prefixes(self.prefix[order], self.mask[order], self.min_rel[order], self.min_count[order])
+    def work(self) -> np.ndarray:
+        return self.min_count
 
     @classmethod
     def fresh(cls, prefix: np.ndarray, relations: int) -> "Prefixes":
@@ -119,30 +141,38 @@ def _concat(parts: list, empty):
 # ------------------------------------------------------------------ worker side
 
 
-def _pack_items(items, dest: int) -> bytes:
-    kind = CANDIDATES if isinstance(items, Candidates) else PREFIXES
+ITEM_KINDS: dict[int, type] = {CANDIDATES: Candidates, PREFIXES: Prefixes}
+
+
+def pack_items(items: _Items, dest: int) -> bytes:
     arrays = [getattr(items, f) for f in type(items).__dataclass_fields__]
     arrays[0] = arrays[0].ravel()
-    return exchange.pack(kind, dest, arrays, items.prefix.shape)
+    return exchange.pack(items.KIND, dest, arrays, items.prefix.shape)
 
 
-def _unpack_items(kind: int, meta: tuple, arrays: list[np.ndarray]):
+def unpack_items(kind: int, meta: tuple, arrays: list[np.ndarray]) -> _Items:
     n, width = meta
-    prefix = arrays[0].reshape(n, width)
-    if kind == CANDIDATES:
-        return Candidates(prefix, arrays[1].copy(), arrays[2].copy(), arrays[3].copy())
-    return Prefixes(prefix, arrays[1].copy(), arrays[2].copy(), arrays[3].copy())
+    return ITEM_KINDS[kind](arrays[0].reshape(n, width), *(a.copy() for a in arrays[1:]))
 
 
-def read_queue(path: str) -> Prefixes:
+def read_queue(path: str) -> _Items:
     with open(path, "rb") as fh:
         kind, _, meta, arrays = exchange.unpack(fh.read())
-    return _unpack_items(kind, meta, arrays)
+    return unpack_items(kind, meta, arrays)
 
 
-def _take_window(job: ExtensionJob, p: int) -> tuple[Prefixes, np.ndarray, np.ndarray]:
-    """The queued prefixes overlapping this batch's work window [consumed, consumed + budget),
-    with the positions [first, last) of their proposal lists that fall inside it."""
+def write_file(path: str, blob: bytes) -> None:
+    """Atomically: a re-executed task rewrites the same file with the same content."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(blob)
+    os.replace(tmp, path)
+
+
+def take_window(job: ExtensionJob, p: int, empty: _Items) -> tuple[_Items, np.ndarray, np.ndarray]:
+    """The queued items overlapping this batch's work window [consumed, consumed + budget),
+    with the positions [first, last) of their proposal work that fall inside it."""
     lo, hi = job.consumed[p], job.consumed[p] + job.budget
     parts, base, offset = [], None, 0
     for chunk in job.queues[p]:
@@ -152,8 +182,8 @@ def _take_window(job: ExtensionJob, p: int) -> tuple[Prefixes, np.ndarray, np.nd
         offset += chunk.work
         if offset >= hi:
             break
-    items = _concat(parts, Prefixes.empty(job.level))
-    work = items.min_count.astype(np.int64)
+    items = _concat(parts, empty)
+    work = items.work().astype(np.int64)
     start = np.cumsum(work) - work + (base or 0)
     first = np.clip(lo - start, 0, work)
     last = np.clip(hi - start, 0, work)
@@ -161,12 +191,12 @@ def _take_window(job: ExtensionJob, p: int) -> tuple[Prefixes, np.ndarray, np.nd
     return items.take(keep), first[keep], last[keep]
 
 
-class _Stage:
-    """One worker's share of one stage: apply local lookups, then ship, queue or count each item."""
+class StageBase:
+    """One worker's share of one stage: its counters (one FIELDS row, plus the rows of earlier stages
+    that travel with the data), its sample of matches, queueing and the blobs it emits."""
 
     def __init__(self, job: ExtensionJob, stage: int, p: int):
         self.job, self.stage, self.p = job, stage, p
-        self.index = distributed_index.load_partition(job.index_root, p)
         self.record = np.zeros(len(FIELDS), dtype=np.int64)
         self.record[F["stage"]], self.record[F["worker"]] = stage, p
         self.stats: list[np.ndarray] = []
@@ -175,9 +205,46 @@ class _Stage:
     def add(self, name: str, value) -> None:
         self.record[F[name]] += int(value)
 
+    def queue(self, items: _Items) -> None:
+        write_file(self.job.chunk_path(self.job.level + 1, self.p, self.stage), pack_items(items, self.p))
+        self.add("queued_rows", len(items.prefix))
+        self.add("queued_work", items.work().astype(np.int64).sum())
+
+    def side_input(self, kind: int, meta: tuple, arrays: list[np.ndarray]) -> bool:
+        """Take a STATS or MATCHES blob travelling with the data; False for any other kind."""
+        if kind == STATS:
+            self.stats.append(arrays[0].reshape(meta))
+        elif kind == MATCHES:
+            self.matches.append(arrays[0].reshape(meta))
+        else:
+            return False
+        return True
+
+    def output(self, tokens: list[int], payloads: list[bytes], final: bool):
+        """The data blobs plus this worker's counters and matches: to itself for the next stage, or
+        (after the last stage) to the driver."""
+        self.stats.append(self.record[None, :])
+        stats = np.concatenate(self.stats)
+        side = [exchange.pack(STATS, self.p, [stats.ravel()], stats.shape)]
+        if self.matches:
+            found = np.concatenate(self.matches)[: self.job.match_limit]
+            side.append(exchange.pack(MATCHES, self.p, [found.ravel()], found.shape))
+        if final:
+            return [exchange.blobs_batch([-1] * len(side), side)]
+        tokens = tokens + [int(self.job.tokens[self.p])] * len(side)
+        return [exchange.blobs_batch(tokens, payloads + side)]
+
+
+class _Stage(StageBase):
+    """BiGJoin's stage: apply local lookups, then ship, queue or count each item."""
+
+    def __init__(self, job: ExtensionJob, stage: int, p: int):
+        super().__init__(job, stage, p)
+        self.index = distributed_index.load_partition(job.index_root, p)
+
     def propose(self) -> Candidates:
         job, plan, j = self.job, self.job.plan, self.job.level
-        items, first, last = _take_window(job, self.p)
+        items, first, last = take_window(job, self.p, Prefixes.empty(j))
         lengths, values = propose_items(self.p, job.workers, *self.index, j, items.prefix, items.min_rel,
                                         first, last, plan.rel_pos, plan.rel_kind, plan.above, plan.below,
                                         plan.differ, plan.loop)
@@ -223,23 +290,13 @@ class _Stage:
         dest_p = next_owner(job.workers, j + 1, prefixes.prefix, prefixes.mask, prefixes.min_rel, plan.rel_pos)
         arrived = (prefixes.mask == 0) & (dest_p == p)
         if arrived.any():
-            self._queue(prefixes.take(np.flatnonzero(arrived)))
+            self.queue(prefixes.take(np.flatnonzero(arrived)))
             prefixes = prefixes.take(np.flatnonzero(~arrived))
             dest_p = dest_p[~arrived]
         dest_c = next_owner(job.workers, j, cands.prefix, cands.mask, np.zeros(len(cands.mask), np.int32), plan.rel_pos)
         if final and (len(cands.prefix) or len(prefixes.prefix)):
             raise ExecutionError(f"level {j}: items still pending after the last exchange")
         return self._emit(cands, dest_c, prefixes, dest_p, final)
-
-    def _queue(self, items: Prefixes) -> None:
-        path = self.job.chunk_path(self.job.level + 1, self.p, self.stage)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(_pack_items(items, self.p))
-        os.replace(tmp, path)  # a re-executed task rewrites the same file with the same items
-        self.add("queued_rows", len(items.prefix))
-        self.add("queued_work", items.min_count.astype(np.int64).sum())
 
     def _emit(self, cands: Candidates, dest_c, prefixes: Prefixes, dest_p, final: bool):
         job = self.job
@@ -257,17 +314,8 @@ class _Stage:
                     self.add("sent_remote_candidates", n_cands)
                 for piece in _split(part):
                     tokens.append(int(job.tokens[q]))
-                    payloads.append(_pack_items(piece, q))
-        self.stats.append(self.record[None, :])
-        stats = np.concatenate(self.stats)
-        side = [exchange.pack(STATS, self.p, [stats.ravel()], stats.shape)]
-        if self.matches:
-            found = np.concatenate(self.matches)[: job.match_limit]
-            side.append(exchange.pack(MATCHES, self.p, [found.ravel()], found.shape))
-        if final:
-            return [exchange.blobs_batch([-1] * len(side), side)]
-        tokens += [int(job.tokens[self.p])] * len(side)
-        return [exchange.blobs_batch(tokens, payloads + side)]
+                    payloads.append(pack_items(piece, q))
+        return self.output(tokens, payloads, final)
 
 
 def _flatten(items: Candidates, width: int, limit: int) -> np.ndarray:
@@ -312,12 +360,8 @@ def _stage_task(job: ExtensionJob, number: int, final: bool):
         stage = _Stage(job, number, p)
         cands, prefixes = [], []
         for kind, meta, arrays in exchange.received(iterator, p):
-            if kind == STATS:
-                stage.stats.append(arrays[0].reshape(meta))
-            elif kind == MATCHES:
-                stage.matches.append(arrays[0].reshape(meta))
-            else:
-                (cands if kind == CANDIDATES else prefixes).append(_unpack_items(kind, meta, arrays))
+            if not stage.side_input(kind, meta, arrays):
+                (cands if kind == CANDIDATES else prefixes).append(unpack_items(kind, meta, arrays))
         stage.add("received_prefixes", sum(len(c.prefix) for c in cands) + sum(len(x.prefix) for x in prefixes))
         stage.add("received_candidates", sum(len(c.values) for c in cands))
         yield from stage.run(_concat(cands, Candidates.empty(job.level)), _concat(prefixes, Prefixes.empty(job.level + 1)), final)
@@ -336,6 +380,14 @@ class JobResult:
     def total(self, name: str) -> int:
         return int(self.stats[:, F[name]].sum())
 
+    def per_worker(self, name: str) -> np.ndarray:
+        """(stages, workers) matrix of one counter."""
+        stages = int(self.stats[:, F["stage"]].max()) + 1 if len(self.stats) else 0
+        workers = int(self.stats[:, F["worker"]].max()) + 1 if len(self.stats) else 0
+        out = np.zeros((stages, workers), dtype=np.int64)
+        np.add.at(out, (self.stats[:, F["stage"]], self.stats[:, F["worker"]]), self.stats[:, F[name]])
+        return out
+
     def per_stage(self, name: str) -> np.ndarray:
         stages = int(self.stats[:, F["stage"]].max()) + 1 if len(self.stats) else 0
         return np.bincount(self.stats[:, F["stage"]], weights=self.stats[:, F[name]], minlength=stages).astype(np.int64)
@@ -344,13 +396,14 @@ class JobResult:
 def run_job(spark, job: ExtensionJob) -> JobResult:
     """Run one batch as one Spark job: a start stage then `job.exchanges` shuffled stages."""
     hops = job.exchanges
-    df = spark.range(0, job.workers, 1, job.workers).mapInArrow(_start_task(job, hops == 0), exchange.SCHEMA)
+    df = spark.range(0, job.workers, 1, job.workers).mapInArrow(job.start_task(hops == 0), exchange.SCHEMA)
     for number in range(1, hops + 1):
-        df = df.repartition(job.workers, "token").mapInArrow(_stage_task(job, number, number == hops), exchange.SCHEMA)
+        df = df.repartition(job.workers, "token").mapInArrow(job.stage_task(number, number == hops), exchange.SCHEMA)
     stats, matches = [], []
     for row in df.collect():
         kind, _, meta, arrays = exchange.unpack(bytes(row.payload))
         (stats if kind == STATS else matches).append(arrays[0].reshape(meta))
+    job.cleanup()
     stats = np.concatenate(stats) if stats else np.zeros((0, len(FIELDS)), np.int64)
     result = JobResult(stats, matches=np.concatenate(matches) if matches else None)
     for rec in stats:

@@ -1,0 +1,191 @@
+"""BiGJoin-S's skew-resilient indices (§3.4.1), derived from the key-partitioned index by one Spark
+job. No worker holds a whole adjacency list:
+
+- count index C(k): the forward and reverse list sizes of key k, at the owner of hash(k);
+- extension-resolver index (k, kind, i) -> the i-th value of k's list, at the owner of hash(k, i);
+- membership index: every edge row (src, dst), at the owner of hash(src, dst).
+
+Each worker's partition is sorted 64-bit codes with a value column, probed by binary search."""
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import distributed_index, exchange
+from .distributed_index import PartitionedIndex
+
+RESOLVER, MEMBERSHIP = 11, 12  # blob kinds of index entries on their way to their owner
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def pair_owner(a: np.ndarray, b: np.ndarray, workers: int) -> np.ndarray:
+    """The worker owning the pair (a, b): a splitmix64 hash of both, scaled to [0, workers)."""
+    with np.errstate(over="ignore"):
+        z = (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)
+        z = (z ^ (z >> np.uint64(30))) * _MIX1
+        z = (z ^ (z >> np.uint64(27))) * _MIX2
+        z ^= z >> np.uint64(31)
+    return (((z >> np.uint64(32)) * np.uint64(workers)) >> np.uint64(32)).astype(np.int64)
+
+
+def resolver_code(key: np.ndarray, kind: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """(key, kind 0 forward / 1 reverse, position) as one sortable int64."""
+    return (key.astype(np.int64) << 32) | (kind.astype(np.int64) << 31) | position.astype(np.int64)
+
+
+def edge_code(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    return (src.astype(np.int64) << 32) | dst.astype(np.int64)
+
+
+@dataclass
+class BalancedIndex:
+    root: Path
+    workers: int
+    vertices: int
+    ids: np.ndarray  # rank -> original vertex id
+    count_keys: np.ndarray  # per worker
+    resolver_entries: np.ndarray  # per worker
+    membership_entries: np.ndarray  # per worker
+
+    def sizes(self) -> np.ndarray:
+        """Index entries per worker: a count row is one entry, as is a resolver or membership row."""
+        return self.count_keys + self.resolver_entries + self.membership_entries
+
+    def describe(self) -> dict:
+        sizes = self.sizes()
+
+        def skew(a):
+            return round(float(a.max() / a.mean()), 4) if a.sum() else None
+
+        return {
+            "workers": self.workers, "vertices": self.vertices,
+            "count_keys_per_worker": self.count_keys.tolist(),
+            "resolver_entries_per_worker": self.resolver_entries.tolist(),
+            "membership_entries_per_worker": self.membership_entries.tolist(),
+            "entries_per_worker": sizes.tolist(),
+            "entries_max_over_mean": skew(sizes),
+            "resolver_max_over_mean": skew(self.resolver_entries),
+            "membership_max_over_mean": skew(self.membership_entries),
+        }
+
+
+def build(spark, source: PartitionedIndex) -> BalancedIndex:
+    """Scatter each worker's key-partitioned lists: counts stay with the key's owner, list entries go
+    to the owner of (key, position), edge rows to the owner of (src, dst)."""
+    root = distributed_index.index_root() / f"balanced-{uuid.uuid4().hex[:12]}"
+    root.mkdir(parents=True)
+    distributed_index.register_for_cleanup(root)
+    shutil.copy(source.root / "loops.npy", root / "loops.npy")
+    w = source.workers
+    tokens = exchange.routing_tokens(spark, w)
+    rows = (spark.range(0, w, 1, w)
+            .mapInArrow(_scatter(str(source.root), str(root), w, tokens), exchange.SCHEMA)
+            .repartition(w, "token")
+            .mapInArrow(_gather(str(root)), exchange.SCHEMA)
+            .collect())
+    stats = np.zeros((w, 3), dtype=np.int64)
+    for row in rows:
+        _, p, meta, _ = exchange.unpack(row.payload)
+        stats[p] = meta
+    return BalancedIndex(root, w, source.vertices, source.ids, stats[:, 0], stats[:, 1], stats[:, 2])
+
+
+def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):
+    def scatter(iterator):
+        for _ in iterator:
+            pass
+        p = exchange.current_partition()
+        keys, offsets, forward, reverse, _ = distributed_index.load_partition(source_root, p)
+        degrees = np.diff(offsets, axis=1).astype(np.int32)  # (2, keys): forward, reverse sizes
+        directory = os.path.join(root, f"p{p}")
+        os.makedirs(directory, exist_ok=True)
+        np.save(os.path.join(directory, "count_keys.npy"), np.asarray(keys, dtype=np.int32))
+        np.save(os.path.join(directory, "degrees.npy"), degrees)
+        out_tokens, payloads = [], []
+        for kind, values in ((0, forward), (1, reverse)):
+            deg = degrees[kind].astype(np.int64)
+            key = np.repeat(np.asarray(keys), deg)
+            position = np.arange(len(values), dtype=np.int64) - np.repeat(offsets[kind, :-1], deg)
+            code = resolver_code(key, np.full(len(key), kind), position)
+            for q, sel in exchange.by_destination(pair_owner(key, position, workers), workers):
+                out_tokens.append(int(tokens[q]))
+                payloads.append(exchange.pack(RESOLVER, q, [code[sel], np.asarray(values)[sel]]))
+        # Membership: every edge row once, as the forward entry (src, dst) of its source key.
+        src = np.repeat(np.asarray(keys), degrees[0].astype(np.int64))
+        dst = np.asarray(forward)
+        code = edge_code(src, dst)
+        for q, sel in exchange.by_destination(pair_owner(src, dst, workers), workers):
+            out_tokens.append(int(tokens[q]))
+            payloads.append(exchange.pack(MEMBERSHIP, q, [code[sel]]))
+        if payloads:
+            yield exchange.blobs_batch(out_tokens, payloads)
+    return scatter
+
+
+def _gather(root: str):
+    def gather(iterator):
+        p = exchange.current_partition()
+        codes, values, edges = [], [], []
+        for kind, _, arrays in exchange.received(iterator, p):
+            if kind == RESOLVER:
+                codes.append(arrays[0])
+                values.append(arrays[1])
+            else:
+                edges.append(arrays[0])
+        code = np.concatenate(codes) if codes else np.zeros(0, np.int64)
+        value = np.concatenate(values) if values else np.zeros(0, np.int32)
+        order = np.argsort(code, kind="stable")
+        edge = np.sort(np.concatenate(edges)) if edges else np.zeros(0, np.int64)
+        directory = os.path.join(root, f"p{p}")
+        os.makedirs(directory, exist_ok=True)
+        np.save(os.path.join(directory, "resolver_codes.npy"), code[order])
+        np.save(os.path.join(directory, "resolver_values.npy"), value[order])
+        np.save(os.path.join(directory, "edges.npy"), edge)
+        keys = len(np.load(os.path.join(directory, "count_keys.npy"), mmap_mode="r"))
+        yield exchange.blobs_batch([-1], [exchange.pack(0, p, [np.zeros(0, np.int8)], (keys, len(code), len(edge)))])
+    return gather
+
+
+class Partition:
+    """One worker's three indices, memory-mapped once per Python worker process."""
+    _loaded: dict[tuple[str, int], "Partition"] = {}
+
+    def __init__(self, root: str, p: int):
+        d = os.path.join(root, f"p{p}")
+        m = distributed_index.mapped
+        self.count_keys, self.degrees = m(os.path.join(d, "count_keys.npy")), m(os.path.join(d, "degrees.npy"))
+        self.resolver_codes, self.resolver_values = m(os.path.join(d, "resolver_codes.npy")), m(os.path.join(d, "resolver_values.npy"))
+        self.edges = m(os.path.join(d, "edges.npy"))
+        self.loops = m(os.path.join(root, "loops.npy"))
+
+    @classmethod
+    def load(cls, root: str, p: int) -> "Partition":
+        if (root, p) not in cls._loaded:
+            cls._loaded[(root, p)] = cls(root, p)
+        return cls._loaded[(root, p)]
+
+    def counts(self, keys: np.ndarray) -> np.ndarray:
+        """(n, 2) forward and reverse list sizes of each key (0, 0 for a key with no lists)."""
+        at = np.searchsorted(self.count_keys, keys)
+        hit = at < len(self.count_keys)
+        hit[hit] = self.count_keys[at[hit]] == keys[hit]
+        out = np.zeros((len(keys), 2), dtype=np.int32)
+        out[hit] = self.degrees[:, at[hit]].T
+        return out
+
+    def resolve(self, codes: np.ndarray) -> np.ndarray:
+        at = np.searchsorted(self.resolver_codes, codes)
+        if len(codes) and (at.max() >= len(self.resolver_codes) or (self.resolver_codes[at] != codes).any()):
+            raise ValueError("an extension-resolver lookup names a position outside its list")
+        return np.asarray(self.resolver_values[at], dtype=np.int32)
+
+    def contains(self, codes: np.ndarray) -> np.ndarray:
+        at = np.searchsorted(self.edges, codes)
+        hit = at < len(self.edges)
+        hit[hit] = self.edges[at[hit]] == codes[hit]
+        return hit.astype(np.int8)
