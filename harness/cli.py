@@ -104,9 +104,10 @@ def cmd_bench(args) -> int:
             console.print(extra)
     for line in summary_lines(records):
         console.print(line)
-    plot = plots.shares_w_sweep(records, out_dir / "shares-w-sweep.png")
-    if plot is not None:
-        console.print(f"plot: {plot}")
+    for plot in (plots.shares_w_sweep(records, out_dir / "shares-w-sweep.png"),
+                 plots.skew_crossover(records, out_dir / "skew-crossover.png")):
+        if plot is not None:
+            console.print(f"plot: {plot}")
     _report_failures(records)
     console.print(f"results: {out_dir}")
     return 0 if all(r["status"] == "OK" for r in records) else 2

@@ -45,3 +45,63 @@ def shares_w_sweep(records: list[dict], path: Path) -> Path | None:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def critical_path(record: dict) -> int:
+    """The cost model's time: summed over rounds, the tuples received by the busiest worker."""
+    return sum(max(r) for r in record["logical"].get("worker_load_per_round", []) if r)
+
+
+def skew_crossover(records: list[dict], path: Path) -> Path | None:
+    """BiGJoin-S against BiGJoin as skew and W grow: measured time ratio, the cost model's
+    critical-path ratio, and the worst busy round of each. Written only when some graph and query
+    ran with both at two or more W."""
+    pairs: dict[tuple, dict] = {}
+    for r in records:
+        if r["status"] == "OK" and r["implementation"] in ("bigjoin", "bigjoin-s"):
+            key = (r["dataset"].get("name"), r["query"].get("name"), r["params"]["workers"])
+            pairs.setdefault(key, {})[r["implementation"]] = r
+    series: dict[tuple, list] = {}
+    for (graph, query, w), both in sorted(pairs.items(), key=lambda kv: kv[0][2]):
+        if len(both) == 2:
+            series.setdefault((graph, query), []).append((w, both["bigjoin"], both["bigjoin-s"]))
+    series = {k: v for k, v in series.items() if len(v) > 1}
+    if not series:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def seconds(r):
+        return (r["metrics"].get("index_s") or 0) + (r["metrics"].get("query_s") or 0)
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    for i, ((graph, query), runs) in enumerate(sorted(series.items())):
+        colour = f"C{i}"
+        deg = runs[0][1]["dataset"].get("degrees") or {}
+        label = f"{query} on {graph} (max/median degree {deg.get('max_degree', 0) / max(deg.get('median_degree') or 1, 1):.0f})"
+        w = [x[0] for x in runs]
+        axes[0].plot(w, [seconds(s) / seconds(b) for _, b, s in runs], "o-", color=colour, label=label)
+        axes[1].plot(w, [critical_path(s) / max(critical_path(b), 1) for _, b, s in runs], "o-", color=colour, label=label)
+        axes[2].plot(w, [b["logical"].get("max_round_load_skew") or 1 for _, b, _ in runs], "o-", color=colour, label=f"bigjoin: {label}")
+        axes[2].plot(w, [s["logical"].get("max_round_load_skew") or 1 for _, _, s in runs], "s:", color=colour, label="bigjoin-s")
+    titles = ("measured time, bigjoin-s / bigjoin (2 cores)", "critical path Σ max worker load, bigjoin-s / bigjoin",
+              "worst busy round, max/mean worker load")
+    for ax, title in zip(axes, titles):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("W (logical workers)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+    for ax in axes[:2]:
+        ax.axhline(1.0, color="black", lw=1)
+        ax.text(ax.get_xlim()[0], 1.0, " below: bigjoin-s wins", va="top", fontsize=7)
+    axes[2].axhline(1.25, color="grey", lw=1, ls="--")
+    axes[0].legend(fontsize=7)
+    axes[2].legend(fontsize=6)
+    fig.suptitle("Where BiGJoin-S's balance pays: as skew and W grow")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

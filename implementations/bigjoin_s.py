@@ -135,11 +135,12 @@ class _BalancedStage(StageBase):
             self.add("received_lookups", len(codes))
             if op == RESOLVE:
                 answer = self.index.resolve(codes)
-            elif op == MEMBER:
-                answer = self.index.contains(codes)
+            elif op == MEMBER:  # only the hits go back: a lookup not named is a "no"
+                answer = np.flatnonzero(self.index.contains(codes)).astype(np.int32)
             else:
                 answer = self.index.counts(codes.astype(np.int32)).ravel()
-            self._send(ANSWERS, requester, [answer], (op, self.p, offset), "sent_remote_answers", len(codes))
+            tuples = len(answer) // (2 if op == COUNT else 1)
+            self._send(ANSWERS, requester, [answer], (op, self.p, offset, len(codes)), "sent_remote_answers", tuples)
 
     def _queue_ranges(self, data) -> None:
         parts = [unpack_items(kind, meta, arrays) for kind, meta, arrays in data if kind == RANGES]
@@ -330,21 +331,26 @@ def _open_ranges(items: Ranges, first: np.ndarray, last: np.ndarray) -> dict:
 
 
 def _gather_answers(data, dest: np.ndarray, workers: int, width: int) -> tuple[np.ndarray, int]:
-    """Answers to this worker's distinct lookups, in the order of its sorted lookup keys, and how many arrived."""
+    """Answers to this worker's distinct lookups, in the order of its sorted lookup keys, and the
+    tuples that carried them."""
     order = np.argsort(dest, kind="stable")
     bounds = np.searchsorted(dest[order], np.arange(workers + 1))
     out = np.zeros((len(dest), width), dtype=np.int32)
-    arrived = 0
-    for kind, (op, owner, offset), arrays in data:
+    answered = tuples = 0
+    for kind, (op, owner, offset, looked_up), arrays in data:
         if kind != ANSWERS:
             continue
-        values = arrays[0].reshape(-1, width)
-        at = order[bounds[owner] + offset: bounds[owner] + offset + len(values)]
-        out[at] = values
-        arrived += len(values)
-    if arrived != len(dest):
-        raise ExecutionError(f"{arrived} answers arrived for {len(dest)} lookups")
-    return (out if width > 1 else out[:, 0]), arrived
+        mine = order[bounds[owner] + offset: bounds[owner] + offset + looked_up]
+        if op == MEMBER:  # the positions of the hits
+            out[mine[arrays[0]]] = 1
+            tuples += len(arrays[0])
+        else:
+            out[mine] = arrays[0].reshape(-1, width)
+            tuples += len(mine)
+        answered += len(mine)
+    if answered != len(dest):
+        raise ExecutionError(f"{answered} of {len(dest)} lookups answered")
+    return (out if width > 1 else out[:, 0]), tuples
 
 
 def _list_sizes(degrees: np.ndarray, kinds: np.ndarray) -> np.ndarray:
