@@ -102,6 +102,8 @@ class BalancedJob(ExtensionJob):
 
 
 class _BalancedStage(StageBase):
+    """One worker in one stage of a BiGJoin-S batch: requester, owner, or receiver of Balance's ranges."""
+
     def __init__(self, job: BalancedJob, stage: int, p: int):
         super().__init__(job, stage, p)
         self.index = Partition.load(job.index_root, p)
@@ -150,7 +152,7 @@ class _BalancedStage(StageBase):
             self.queue(ranges)
 
     def _requester(self, phase: int, data) -> None:
-        job, plan, j = self.job, self.job.plan, self.job.level
+        job, j = self.job, self.job.level
         if j == 0:
             return self._seed()
         if phase == 0:
