@@ -133,7 +133,7 @@ class _BalancedStage(StageBase):
     def _answer(self, data) -> None:
         """Owner role: answer every lookup this worker received, back to its requester."""
         for kind, (op, requester, offset), arrays in data:
-            codes = arrays[0]
+            codes = np.cumsum(arrays[0])  # sent as deltas of the sorted keys
             self.add("received_lookups", len(codes))
             if op == RESOLVE:
                 answer = self.index.resolve(codes)
@@ -142,6 +142,8 @@ class _BalancedStage(StageBase):
             else:
                 answer = self.index.counts(codes.astype(np.int32)).ravel()
             tuples = len(answer) // (2 if op == COUNT else 1)
+            if op != COUNT:  # resolved values (sorted within a list) and hit positions go as deltas too
+                answer = np.diff(answer, prepend=np.int32(0)).astype(np.int32)
             self._send(ANSWERS, requester, [answer], (op, self.p, offset, len(codes)), "sent_remote_answers", tuples)
 
     def _queue_ranges(self, data) -> None:
@@ -216,7 +218,9 @@ class _BalancedStage(StageBase):
         for q, sel in exchange.by_destination(dest, w):
             for offset in range(0, len(sel), MAX_LOOKUPS_PER_BLOB):
                 piece = unique[sel[offset:offset + MAX_LOOKUPS_PER_BLOB]]
-                self._send(LOOKUPS, q, [piece], (op, self.p, offset), "sent_remote_lookups", len(piece))
+                # Sorted keys go as deltas: mostly small numbers, which Spark's shuffle compression shrinks.
+                deltas = np.diff(piece, prepend=np.int64(0))
+                self._send(LOOKUPS, q, [deltas], (op, self.p, offset), "sent_remote_lookups", len(piece))
 
     def _apply(self, op: int, step: int, state: dict, answer: np.ndarray) -> dict:
         plan, j = self.job.plan, self.job.level
@@ -343,11 +347,12 @@ def _gather_answers(data, dest: np.ndarray, workers: int, width: int) -> tuple[n
         if kind != ANSWERS:
             continue
         mine = order[bounds[owner] + offset: bounds[owner] + offset + looked_up]
+        values = arrays[0] if op == COUNT else np.cumsum(arrays[0], dtype=np.int64)
         if op == MEMBER:  # the positions of the hits
-            out[mine[arrays[0]]] = 1
-            tuples += len(arrays[0])
+            out[mine[values]] = 1
+            tuples += len(values)
         else:
-            out[mine] = arrays[0].reshape(-1, width)
+            out[mine] = values.reshape(-1, width)
             tuples += len(mine)
         answered += len(mine)
     if answered != len(dest):
