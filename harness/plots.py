@@ -73,21 +73,19 @@ def skew_crossover(records: list[dict], path: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    def seconds(r):
-        return (r["metrics"].get("index_s") or 0) + (r["metrics"].get("query_s") or 0)
-
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
     for i, ((graph, query), runs) in enumerate(sorted(series.items())):
         colour = f"C{i}"
         deg = runs[0][1]["dataset"].get("degrees") or {}
-        label = f"{query} on {graph} (max/median degree {deg.get('max_degree', 0) / max(deg.get('median_degree') or 1, 1):.0f})"
+        short = ",".join(part for part in str(graph).split(",") if not part.startswith(("seed=", "scramble=")))
+        label = f"{query} on {short} (max/median degree {deg.get('max_degree', 0) / max(deg.get('median_degree') or 1, 1):.0f})"
         w = [x[0] for x in runs]
-        axes[0].plot(w, [seconds(s) / seconds(b) for _, b, s in runs], "o-", color=colour, label=label)
+        axes[0].plot(w, [s["metrics"]["query_s"] / b["metrics"]["query_s"] for _, b, s in runs], "o-", color=colour, label=label)
         axes[1].plot(w, [critical_path(s) / max(critical_path(b), 1) for _, b, s in runs], "o-", color=colour, label=label)
-        axes[2].plot(w, [b["logical"].get("max_round_load_skew") or 1 for _, b, _ in runs], "o-", color=colour, label=f"bigjoin: {label}")
-        axes[2].plot(w, [s["logical"].get("max_round_load_skew") or 1 for _, _, s in runs], "s:", color=colour, label="bigjoin-s")
-    titles = ("measured time, bigjoin-s / bigjoin (2 cores)", "critical path Σ max worker load, bigjoin-s / bigjoin",
-              "worst busy round, max/mean worker load")
+        axes[2].plot(w, [b["logical"].get("max_round_load_skew") or 1 for _, b, _ in runs], "o-", color=colour)
+        axes[2].plot(w, [s["logical"].get("max_round_load_skew") or 1 for _, _, s in runs], "s:", color=colour)
+    titles = ("measured query time, bigjoin-s / bigjoin (2 cores)", "critical path Σ max worker load, bigjoin-s / bigjoin",
+              "worst busy round max/mean: bigjoin (solid), bigjoin-s (dotted)")
     for ax, title in zip(axes, titles):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("W (logical workers)")
@@ -97,10 +95,10 @@ def skew_crossover(records: list[dict], path: Path) -> Path | None:
         ax.axhline(1.0, color="black", lw=1)
         ax.text(ax.get_xlim()[0], 1.0, " below: bigjoin-s wins", va="top", fontsize=7)
     axes[2].axhline(1.25, color="grey", lw=1, ls="--")
-    axes[0].legend(fontsize=7)
-    axes[2].legend(fontsize=6)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
     fig.suptitle("Where BiGJoin-S's balance pays: as skew and W grow")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)

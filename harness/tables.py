@@ -153,7 +153,7 @@ def balance_table(records: list[dict], title: str) -> Table | None:
         return None
     table = Table(title=title)
     for col in ("dataset", "query", "W", "impl", "rounds busy / all", "worst round max/mean", "Spark bytes max/mean",
-                "index max/mean", "tuples exchanged", "shuffle bytes", "time s"):
+                "index max/mean", "tuples exchanged", "query shuffle bytes", "time s"):
         table.add_column(col, justify="left" if col in ("dataset", "query", "impl") else "right")
     for r in rows:
         lg, m = r["logical"], r["metrics"]
@@ -165,7 +165,8 @@ def balance_table(records: list[dict], title: str) -> Table | None:
                       r["implementation"], f"{lg['rounds_with_enough_work']} / {len(lg['round_load_skew'])}",
                       f"{worst:.2f}" if worst else "-", f"{spark_skew:.2f}" if spark_skew else "-",
                       f"{lg['index'].get('entries_max_over_mean') or 0:.2f}", fmt_int(lg["tuples_exchanged"]),
-                      _fmt_bytes(m.get("shuffle_bytes")), f"{(m.get('index_s') or 0) + (m.get('query_s') or 0):.2f}")
+                      _fmt_bytes(sum(x["bytes"] for x in m.get("per_round", []) if x.get("phase") == "query")),
+                      f"{(m.get('index_s') or 0) + (m.get('query_s') or 0):.2f}")
     return table
 
 
