@@ -79,8 +79,8 @@ def test_hub_graph_balance_against_bigjoin(spark, hub_graph):
 
 
 def test_small_batches_keep_the_count_and_split_lists(spark, hub_graph):
-    whole = _counted(spark, hub_graph, "bigjoin-s", 3, query="clique4")
-    small = _counted(spark, hub_graph, "bigjoin-s", 3, batch=400, query="clique4")
+    whole = _counted(spark, hub_graph, "bigjoin-s", 2)
+    small = _counted(spark, hub_graph, "bigjoin-s", 2, batch=600)
     assert small.count == whole.count > 0
     assert small.counters["proposals"] == whole.counters["proposals"]
     assert sum(small.counters["batches_per_level"]) > sum(whole.counters["batches_per_level"])
