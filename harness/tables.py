@@ -157,6 +157,7 @@ def balance_table(records: list[dict], title: str) -> Table | None:
         table.add_column(col, justify="left" if col in ("dataset", "query", "impl") else "right")
     for r in rows:
         lg, m = r["logical"], r["metrics"]
+        # Spark sees bytes, not tuples: a busy round is taken as one of at least 8 bytes per tuple of work.
         busy = [x for x in m.get("per_round", []) if x.get("phase") == "query"
                 and x.get("mean_task_bytes", 0) >= 8 * lg["enough_work_per_worker"]]
         spark_skew = max((x["bytes_skew"] for x in busy if x.get("bytes_skew")), default=None)

@@ -42,6 +42,23 @@ def edge_code(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return (src.astype(np.int64) << 32) | dst.astype(np.int64)
 
 
+def resolver_owner(codes: np.ndarray, workers: int) -> np.ndarray:
+    """The owner of each resolver code: hash(key, position), the kind bit left out."""
+    return pair_owner(codes >> 32, codes & 0x7FFFFFFF, workers)
+
+
+def edge_owner(codes: np.ndarray, workers: int) -> np.ndarray:
+    return pair_owner(codes >> 32, codes & 0xFFFFFFFF, workers)
+
+
+def _find(sorted_codes: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(position, found) of each code in a sorted array."""
+    at = np.searchsorted(sorted_codes, codes)
+    found = at < len(sorted_codes)
+    found[found] = sorted_codes[at[found]] == codes[found]
+    return at, found
+
+
 @dataclass
 class BalancedIndex:
     root: Path
@@ -171,21 +188,16 @@ class Partition:
 
     def counts(self, keys: np.ndarray) -> np.ndarray:
         """(n, 2) forward and reverse list sizes of each key (0, 0 for a key with no lists)."""
-        at = np.searchsorted(self.count_keys, keys)
-        hit = at < len(self.count_keys)
-        hit[hit] = self.count_keys[at[hit]] == keys[hit]
+        at, hit = _find(self.count_keys, keys)
         out = np.zeros((len(keys), 2), dtype=np.int32)
         out[hit] = self.degrees[:, at[hit]].T
         return out
 
     def resolve(self, codes: np.ndarray) -> np.ndarray:
-        at = np.searchsorted(self.resolver_codes, codes)
-        if len(codes) and (at.max() >= len(self.resolver_codes) or (self.resolver_codes[at] != codes).any()):
+        at, found = _find(self.resolver_codes, codes)
+        if not found.all():
             raise ValueError("an extension-resolver lookup names a position outside its list")
         return np.asarray(self.resolver_values[at], dtype=np.int32)
 
     def contains(self, codes: np.ndarray) -> np.ndarray:
-        at = np.searchsorted(self.edges, codes)
-        hit = at < len(self.edges)
-        hit[hit] = self.edges[at[hit]] == codes[hit]
-        return hit.astype(np.int8)
+        return _find(self.edges, codes)[1].astype(np.int8)

@@ -44,9 +44,8 @@ class Batches:
 
     def next_level(self) -> int | None:
         """The deepest level with a full batch waiting, else the deepest with any work."""
-        waiting = {j: max(self.remaining(j), default=0) for j in self.queues}
         full = [j for j in self.queues if self.full(j)]
-        some = [j for j, w in waiting.items() if w > 0]
+        some = [j for j in self.queues if max(self.remaining(j), default=0) > 0]
         return max(full) if full else max(some) if some else None
 
     def add(self, level: int, chunks: dict[int, list[Chunk]]) -> None:
@@ -86,7 +85,6 @@ class BiGJoin(Implementation):
         if not self.index_reused:
             ctx.arrangements[key] = distributed_index.build(ctx.spark, ctx.edges, ctx.spec.semantics == "undirected", ctx.workers)
         self.index = ctx.arrangements[key]
-
 
     def count(self) -> Outcome:
         count, counters, self._sample = self._run(MATCH_SAMPLE)
@@ -164,8 +162,8 @@ class Counters:
         self.count += result.total("counted")
         for name in self.totals:
             self.totals[name] += result.total(name)
-        received = sum(result.per_stage(name) for name in RECEIVED)
         loads = sum(result.per_worker(name) for name in RECEIVED)  # (stage, worker)
+        received = loads.sum(axis=1)
         for stage in range(1, len(received)):
             key = f"level{j}.exchange{stage}"
             self.by_round[key] = self.by_round.get(key, 0) + int(received[stage])

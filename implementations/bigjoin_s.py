@@ -16,6 +16,7 @@ Counts come from the count index, which holds whole-list sizes: order constraint
 breaking) are applied to the resolved candidates, not to the counts."""
 from __future__ import annotations
 
+import io
 import os
 import shutil
 from dataclasses import dataclass
@@ -25,10 +26,11 @@ import numpy as np
 from harness.errors import ExecutionError
 
 from . import balanced_index, exchange
-from .balanced_index import BalancedIndex, Partition, edge_code, pair_owner, resolver_code
+from .balanced_index import BalancedIndex, Partition, edge_code, edge_owner, resolver_code, resolver_owner
 from .bigjoin import Batches, BiGJoin
 from .plan import BOTH, FORWARD, REVERSE
-from .prefix_extension import ITEM_KINDS, ExtensionJob, StageBase, _concat, _Items, pack_items, take_window, unpack_items
+from .prefix_extension import (ITEM_KINDS, ExtensionJob, StageBase, _concat, _Items, pack_items, take_window,
+                               unpack_items, write_file)
 
 RANGES, LOOKUPS, ANSWERS = 5, 6, 7  # blob kinds
 RESOLVE, MEMBER, COUNT = 0, 1, 2  # lookup operations
@@ -93,10 +95,12 @@ class BalancedJob(ExtensionJob):
         def run(iterator):
             p = exchange.current_partition()
             stage = _BalancedStage(job, number, p)
-            received = [] if number == 0 else list(exchange.received(iterator, p))
-            if number == 0:
+            if number == 0:  # the start stage reads no exchange
                 for _ in iterator:
                     pass
+                received = []
+            else:
+                received = list(exchange.received(iterator, p))
             yield from stage.run(received, final)
         return run
 
@@ -124,9 +128,9 @@ class _BalancedStage(StageBase):
             self._requester(s // 2, data)
         return self.output(self.tokens, self.payloads, final)
 
-    def _send(self, kind: int, q: int, arrays: list[np.ndarray], meta: tuple, remote_field: str, count: int) -> None:
+    def _send(self, q: int, payload: bytes, remote_field: str, count: int) -> None:
         self.tokens.append(int(self.job.tokens[q]))
-        self.payloads.append(exchange.pack(kind, q, arrays, meta))
+        self.payloads.append(payload)
         if q != self.p:
             self.add(remote_field, count)
 
@@ -144,7 +148,8 @@ class _BalancedStage(StageBase):
             tuples = len(answer) // (2 if op == COUNT else 1)
             if op != COUNT:  # resolved values (sorted within a list) and hit positions go as deltas too
                 answer = np.diff(answer, prepend=np.int32(0)).astype(np.int32)
-            self._send(ANSWERS, requester, [answer], (op, self.p, offset, len(codes)), "sent_remote_answers", tuples)
+            blob = exchange.pack(ANSWERS, requester, [answer], (op, self.p, offset, len(codes)))
+            self._send(requester, blob, "sent_remote_answers", tuples)
 
     def _queue_ranges(self, data) -> None:
         parts = [unpack_items(kind, meta, arrays) for kind, meta, arrays in data if kind == RANGES]
@@ -172,7 +177,7 @@ class _BalancedStage(StageBase):
         if phase < len(self.steps):
             self._request(self.steps[phase], phase, state)
             _save_state(job.state_path(self.p, self.stage), state)
-        elif self.job.last_level:
+        elif job.last_level:
             self._count_matches(state)
         else:
             self._balance(state["new_prefix"], state["min_rel"], state["min_count"], state["split"])
@@ -208,9 +213,9 @@ class _BalancedStage(StageBase):
         unique, inverse = np.unique(codes, return_inverse=True)
         self.add("lookups_aggregated", len(codes) - len(unique))
         if op == RESOLVE:
-            dest = pair_owner(unique >> 32, unique & 0x7FFFFFFF, w)
+            dest = resolver_owner(unique, w)
         elif op == MEMBER:
-            dest = pair_owner(unique >> 32, unique & 0xFFFFFFFF, w)
+            dest = edge_owner(unique, w)
         else:
             dest = exchange.partition_of(unique, w)
         state["lookup_dest"], state["lookup_inverse"] = dest, inverse.ravel()
@@ -220,7 +225,7 @@ class _BalancedStage(StageBase):
                 piece = unique[sel[offset:offset + MAX_LOOKUPS_PER_BLOB]]
                 # Sorted keys go as deltas: mostly small numbers, which Spark's shuffle compression shrinks.
                 deltas = np.diff(piece, prepend=np.int64(0))
-                self._send(LOOKUPS, q, [deltas], (op, self.p, offset), "sent_remote_lookups", len(piece))
+                self._send(q, exchange.pack(LOOKUPS, q, [deltas], (op, self.p, offset)), "sent_remote_lookups", len(piece))
 
     def _apply(self, op: int, step: int, state: dict, answer: np.ndarray) -> dict:
         plan, j = self.job.plan, self.job.level
@@ -242,7 +247,7 @@ class _BalancedStage(StageBase):
             keep = answer.astype(bool)
             state["item"], state["value"] = state["item"][keep], state["value"][keep]
         else:
-            self._minimise(state, answer.reshape(-1, int(self.job.plan.rel_count[j + 1]), 2))
+            self._minimise(state, answer.reshape(-1, int(plan.rel_count[j + 1]), 2))
         if op != COUNT and step + 1 == int(plan.rel_count[j]):  # every relation of a_j agreed
             self.add("produced", len(state["value"]))
             if not self.job.last_level:
@@ -287,10 +292,7 @@ class _BalancedStage(StageBase):
         item = shuffle[item]
         ranges = Ranges(prefix[item], min_rel[item], start, end, split[item])
         for dest, sel in exchange.by_destination(q, w):
-            self.tokens.append(int(self.job.tokens[dest]))
-            self.payloads.append(pack_items(ranges.take(sel), dest))
-            if dest != self.p:
-                self.add("sent_remote_ranges", len(sel))
+            self._send(dest, pack_items(ranges.take(sel), dest), "sent_remote_ranges", len(sel))
 
     def _count_matches(self, state: dict) -> None:
         n = len(state["value"])
@@ -320,10 +322,9 @@ def split_work(work: np.ndarray, workers: int) -> tuple[np.ndarray, np.ndarray, 
 
 def _save_state(path: str, state: dict) -> None:
     """A requester's state between its phases (a file per stage, so a re-executed task finds its input)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp.npz"
-    np.savez(tmp, **state)
-    os.replace(tmp, path)
+    buffer = io.BytesIO()
+    np.savez(buffer, **state)
+    write_file(path, buffer.getvalue())
 
 
 def _open_ranges(items: Ranges, first: np.ndarray, last: np.ndarray) -> dict:
@@ -339,14 +340,13 @@ def _open_ranges(items: Ranges, first: np.ndarray, last: np.ndarray) -> dict:
 def _gather_answers(data, dest: np.ndarray, workers: int, width: int) -> tuple[np.ndarray, int]:
     """Answers to this worker's distinct lookups, in the order of its sorted lookup keys, and the
     tuples that carried them."""
-    order = np.argsort(dest, kind="stable")
-    bounds = np.searchsorted(dest[order], np.arange(workers + 1))
+    sent_to = dict(exchange.by_destination(dest, workers))  # the order _request sent them in
     out = np.zeros((len(dest), width), dtype=np.int32)
     answered = tuples = 0
     for kind, (op, owner, offset, looked_up), arrays in data:
         if kind != ANSWERS:
             continue
-        mine = order[bounds[owner] + offset: bounds[owner] + offset + looked_up]
+        mine = sent_to[owner][offset: offset + looked_up]
         values = arrays[0] if op == COUNT else np.cumsum(arrays[0], dtype=np.int64)
         if op == MEMBER:  # the positions of the hits
             out[mine[values]] = 1

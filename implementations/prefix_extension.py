@@ -26,8 +26,9 @@ from .plan import ExtensionPlan
 CANDIDATES, PREFIXES, STATS, MATCHES = 1, 2, 3, 4
 FIELDS = ("stage", "worker", "received_prefixes", "received_candidates", "received_lookups", "received_answers",
           "received_ranges", "sent_prefixes", "sent_candidates", "sent_remote_prefixes", "sent_remote_candidates",
-          "sent_lookups", "sent_remote_lookups", "sent_remote_answers", "sent_remote_ranges", "lookups_aggregated", "held_prefixes", "held_candidates",
-          "count_lookups", "proposals", "probes", "produced", "counted", "queued_rows", "queued_work")
+          "sent_lookups", "sent_remote_lookups", "sent_remote_answers", "sent_remote_ranges", "lookups_aggregated",
+          "held_prefixes", "held_candidates", "count_lookups", "proposals", "probes", "produced", "counted",
+          "queued_rows", "queued_work")
 RECEIVED = tuple(name for name in FIELDS if name.startswith("received_"))
 F = {name: i for i, name in enumerate(FIELDS)}
 INT32_MAX = 2**31 - 1
@@ -389,8 +390,7 @@ class JobResult:
         return out
 
     def per_stage(self, name: str) -> np.ndarray:
-        stages = int(self.stats[:, F["stage"]].max()) + 1 if len(self.stats) else 0
-        return np.bincount(self.stats[:, F["stage"]], weights=self.stats[:, F[name]], minlength=stages).astype(np.int64)
+        return self.per_worker(name).sum(axis=1)
 
 
 def run_job(spark, job: ExtensionJob) -> JobResult:
