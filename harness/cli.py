@@ -48,6 +48,10 @@ def cmd_run(args) -> int:
     params = {}
     if args.batch is not None:
         params["batch"] = args.batch
+    if args.updates is not None:
+        params["updates"] = args.updates
+    if args.changes:
+        params["changes"] = args.changes
     req = RunRequest(
         query=args.query, dataset=args.dataset, impl=args.impl, workers=args.workers, semantics=args.semantics,
         oracle=args.oracle, timeout_s=args.timeout, oracle_timeout_s=args.oracle_timeout, params=params,
@@ -125,11 +129,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--impl", required=True, help="implementation name")
     run.add_argument("--workers", type=int, default=2, help="logical workers = partitions of every exchange")
     run.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
-    run.add_argument("--oracle", default="auto", help="auto | duckdb | networkx | none")
+    run.add_argument("--oracle", default="auto", help="auto | duckdb | networkx | none (with --updates also bigjoin: a recompute)")
     run.add_argument("--oracle-timeout", type=float, default=600.0)
     run.add_argument("--timeout", type=float, default=None, help="seconds for index + query before TIM")
     run.add_argument("--batch", type=int, default=None, help="batch size parameter passed to the implementation")
     run.add_argument("--order", default=None, help="attribute order, e.g. a1,a2,a3")
+    run.add_argument("--updates", default=None,
+                     help="update stream for delta-bigjoin: a spec (holdback=0.1,batch=1000,batches=5,deletes=0.2,seed=1) "
+                          "or a file of `src dst ±1 batch` lines (then the dataset is the initial graph)")
+    run.add_argument("--changes", type=int, default=0, help="with --updates: record up to N changed matches per batch")
     run.add_argument("--json", default=None, help="result file (default: results/runs/run-<id>.json)")
     run.set_defaults(fn=cmd_run)
 

@@ -368,3 +368,12 @@ def from_edges(spark: SparkSession, edges: list[tuple[int, int]], semantics: str
         return spark.createDataFrame(edges or [], "src bigint, dst bigint")
 
     return _materialize(spark, digest, semantics, build, meta, partitions)
+
+
+def from_canonical_parquet(spark: SparkSession, path: Path, semantics: str, name: str, partitions: int = 2) -> Graph:
+    """A graph already in canonical form (e.g. a dynamic run's current state), read as is: no cache."""
+    df = spark.read.parquet(str(path)).repartition(partitions).persist()
+    edges = df.count()
+    return Graph(name=name, source=str(path), semantics=semantics, path=Path(path).parent, vertices=-1, edges=edges,
+                 sha256="", sha256_of="none (canonical state of a dynamic run)", fingerprint="", cleaning={}, degrees={},
+                 published={}, cache_hit=False, df=df)

@@ -92,9 +92,10 @@ def read_edges(spark: SparkSession, path: Path, fmt: str, scratch: Path) -> Data
 
 
 def read_fields(spark: SparkSession, path: Path, patterns: list[str], separator: str = r"[ \t]+",
-                first: str | None = None, scratch: Path | None = None) -> DataFrame:
+                first: str | None = None, scratch: Path | None = None, position: bool = False) -> DataFrame:
     """Lines of exactly len(patterns) fields, each matching its pattern, as string columns f0, f1, ...
-    Blank and `#` lines are skipped. The first bad line raises DataError naming file and line."""
+    (plus `pos`, increasing in file order, if `position`). Blank and `#` lines are skipped. The first
+    bad line raises DataError naming file and line."""
     lines = spark.read.text(spark_readable_path(path, scratch or path.parent)).select(
         F.monotonically_increasing_id().alias("pos"), F.spark_partition_id().alias("part"), F.col("value")
     )
@@ -116,7 +117,7 @@ def read_fields(spark: SparkSession, path: Path, patterns: list[str], separator:
     bad = parsed.filter(~F.col("skip") & ~F.col("ok")).agg(F.min("pos").alias("pos")).first()
     if bad is not None and bad["pos"] is not None:
         _raise_bad_line(lines, path, bad["pos"], patterns)
-    return parsed.filter(F.col("ok") & ~F.col("skip")).select(*[f"f{i}" for i in range(len(patterns))])
+    return parsed.filter(F.col("ok") & ~F.col("skip")).select(*(["pos"] if position else []), *[f"f{i}" for i in range(len(patterns))])
 
 
 def _read_parquet(spark: SparkSession, path: Path) -> DataFrame:

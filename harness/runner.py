@@ -2,12 +2,15 @@
 verify, and return the complete result record. Every failure becomes a typed status."""
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from . import datasets, results, spark as spark_factory
+from . import datasets, dynamic, results, spark as spark_factory, updates
 from .errors import DataError, ExecutionError, HarnessError, RunTimeout
 from .metrics import SparkCounters
 from .query import Query, load_query, make_join_spec
@@ -74,14 +77,19 @@ class Runner:
             "count": None, "verified": False, "oracle": None, "checks": [], "metrics": {}, "logical": {},
         }
         metrics = record["metrics"]
+        stream, workdir = None, None
         try:
             from implementations import RunContext, get as get_impl
 
-            if req.oracle not in ORACLE_CHOICES:
-                raise DataError(f"unknown oracle '{req.oracle}' (expected one of {', '.join(ORACLE_CHOICES)})")
+            stream_spec = req.params.get("updates")
+            choices = dynamic.DYNAMIC_ORACLES if stream_spec is not None else ORACLE_CHOICES
+            if req.oracle not in choices:
+                raise DataError(f"unknown oracle '{req.oracle}' (expected one of {', '.join(choices)})")
             if req.workers < 1:
                 raise DataError(f"workers must be at least 1, got {req.workers}")
             impl_cls = get_impl(req.impl)
+            if stream_spec is not None and not impl_cls.maintains_updates:
+                raise DataError(f"--updates: {req.impl} does not maintain counts under updates (delta-bigjoin does)")
             query, options = load_query(req.query)
             spec = make_join_spec(query, req.semantics, req.attribute_order, **options)
             record["query"] = {
@@ -103,7 +111,13 @@ class Runner:
             metrics.update(load_s=round(load_s, 4), load_reused=reused)
 
             arrangements = self._arrangements.setdefault((source.kind, source.location, req.semantics), {})
-            impl = impl_cls(RunContext(spark, graph, spec, req.workers, dict(req.params), arrangements))
+            stream = None
+            if stream_spec is not None:  # the initial graph is a set of directed edges in every semantics
+                directed, _, _ = self.graph(source, "directed", req.workers)
+                workdir = Path(tempfile.mkdtemp(prefix="harness-stream-"))
+                with self._counters.job_group(f"load:{source.name}"):
+                    stream = updates.load_stream(spark, str(stream_spec), directed.df, workdir)
+            impl = impl_cls(RunContext(spark, graph, spec, req.workers, dict(req.params), arrangements, stream))
             deadline = None if req.timeout_s is None else time.perf_counter() + req.timeout_s
             index_s, _ = self._timed(f"{run_id}:index", impl.prepare, deadline)
             query_s, outcome = self._timed(f"{run_id}:query", impl.count, deadline)
@@ -111,7 +125,9 @@ class Runner:
             metrics["wall_s"] = round(time.perf_counter() - started, 4)
             record["count"] = int(outcome.count)
             record["logical"] = outcome.counters
-            metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query"]))
+            if stream is not None:
+                self._run_batches(record, impl, stream, spec, req, run_id, deadline, workdir)
+            metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query", f"{run_id}:updates"]))
             clash = sorted(set(outcome.metrics) & set(metrics))
             if clash:
                 raise ExecutionError(f"{req.impl} reports metric '{clash[0]}', which the harness already measures")
@@ -123,10 +139,13 @@ class Runner:
                 with self._counters.job_group(f"{run_id}:verify"):
                     return impl.matches(limit)
 
-            check = verify(graph.published, graph.parquet_glob(), graph.edges, spec, record["count"], fetch,
-                           req.oracle, req.oracle_timeout_s)
-            disagrees = check.pop("disagrees")
-            record.update(check)
+            if stream is not None:  # verified batch by batch
+                disagrees = record["oracle"]["agrees"] is False
+            else:
+                check = verify(graph.published, graph.parquet_glob(), graph.edges, spec, record["count"], fetch,
+                               req.oracle, req.oracle_timeout_s)
+                disagrees = check.pop("disagrees")
+                record.update(check)
             record["status"] = "VAL" if disagrees else "OK"
         except HarnessError as exc:
             record["status"] = exc.status
@@ -137,13 +156,59 @@ class Runner:
             record["status"] = "EXE"
             record["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
             record["traceback"] = traceback.format_exc(limit=8)
+        finally:
+            if stream is not None:
+                stream.updates.unpersist()
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
         if record["status"] in ("TIM", "EXE") and self._counters is not None:
             try:
-                metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query"], settle_s=5))
+                metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query", f"{run_id}:updates"], settle_s=5))
             except Exception:
                 pass
         metrics.setdefault("wall_s", round(time.perf_counter() - started, 4))
         return record
+
+    def _run_batches(self, record: dict, impl, stream, spec, req: RunRequest, run_id: str, deadline, workdir: Path) -> None:
+        """Apply the stream batch by batch (each timed), recounting the graph after each one."""
+        from implementations import RunContext
+        from implementations.bigjoin import BiGJoin
+
+        spark, metrics = self.spark, record["metrics"]
+
+        def recompute(path: Path) -> tuple[int, float]:
+            graph = datasets.from_canonical_parquet(spark, path, req.semantics, path.stem, req.workers)
+            fresh = BiGJoin(RunContext(spark, graph, spec, req.workers))
+            start = time.perf_counter()
+            fresh.prepare()
+            count = fresh.count().count
+            seconds = time.perf_counter() - start
+            graph.df.unpersist()
+            return count, round(seconds, 4)
+
+        reference = dynamic.Reference(stream, workdir, req.semantics)
+        try:
+            with self._counters.job_group(f"{run_id}:verify"):
+                initial = dynamic.recount(reference, spec, req.oracle, req.oracle_timeout_s, "initial", recompute)
+            initial.update(count=record["count"], agrees=None if initial["oracle_count"] is None else initial["oracle_count"] == record["count"])
+            count, entries, sizes = record["count"], [], stream.sizes()
+            for batch in stream.batches:
+                seconds, outcome = self._timed(f"{run_id}:updates", lambda: impl.apply_updates(stream.batch(batch)), deadline)
+                count += outcome.delta
+                reference.apply(batch)
+                with self._counters.job_group(f"{run_id}:verify"):
+                    check = dynamic.recount(reference, spec, req.oracle, req.oracle_timeout_s, f"batch-{batch}", recompute)
+                entries.append(dynamic.batch_entry(batch, sizes[batch], seconds, outcome, count, check))
+        finally:
+            reference.close()
+        check = dynamic.summary(initial, entries)
+        total_s = sum(e["seconds"] for e in entries)
+        record.update(count=count, initial=initial, batches=entries, checks=[check], oracle=check,
+                      verified=check["status"] == "ok" and bool(check["agrees"]))
+        metrics.update(batches=len(entries), updates_s=round(total_s, 4),
+                       updates_per_s=round(sum(e["updates"] for e in entries) / total_s, 1) if total_s else None,
+                       output_changes_per_s=round(sum(e["output_changes"] for e in entries) / total_s, 1) if total_s else None,
+                       stream=stream.source)
 
     def _timed(self, group: str, fn, deadline: float | None):
         """Run fn in a thread tagged with a Spark job group; cancel the group at the deadline."""

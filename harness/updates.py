@@ -1,5 +1,6 @@
 """Update streams for dynamic workloads: an initial graph plus batches of signed edge updates
-(src, dst, diff = +1 | -1, batch), generated from a dataset or read from a file."""
+(src, dst, diff = +1 | -1, batch), generated from a dataset or read from a file. Within a batch,
+updates apply in order (`seq`: the file's line order) to a set of directed edges."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -55,12 +56,14 @@ def make_stream(edges: DataFrame, spec: StreamSpec) -> tuple[DataFrame, DataFram
     by_order = Window.orderBy("v", "src", "dst")
     inserts = (held.withColumn("rank", F.row_number().over(by_order) - 1)
                .filter(F.col("rank") < spec.inserts_per_batch * spec.batches)
-               .select("src", "dst", F.lit(1).alias("diff"), F.floor(F.col("rank") / spec.inserts_per_batch).cast("int").alias("batch")))
+               .select("src", "dst", F.lit(1).alias("diff"), F.floor(F.col("rank") / spec.inserts_per_batch).cast("int").alias("batch"),
+                       F.col("rank").cast("long").alias("seq")))
     parts = [inserts]
     if spec.deletes_per_batch:
         deletes = (initial.withColumn("rank", F.row_number().over(by_order) - 1)
                    .filter(F.col("rank") < spec.deletes_per_batch * spec.batches)
-                   .select("src", "dst", F.lit(-1).alias("diff"), F.floor(F.col("rank") / spec.deletes_per_batch).cast("int").alias("batch")))
+                   .select("src", "dst", F.lit(-1).alias("diff"), F.floor(F.col("rank") / spec.deletes_per_batch).cast("int").alias("batch"),
+                           (F.col("rank") + F.lit(1 << 40)).cast("long").alias("seq")))
         parts.append(deletes)
     updates = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     return initial.select("src", "dst"), updates
@@ -70,16 +73,57 @@ def read_stream(spark: SparkSession, path: Path) -> DataFrame:
     """A whitespace-separated file of `src dst ±1 batch` lines; bad lines name file and line."""
     if not path.is_file():
         raise DataError(f"update file {path}: not found")
-    rows = edgelist.read_fields(spark, path, [edgelist.ID_PATTERN, edgelist.ID_PATTERN, r"[+-]?1", r"[0-9]{1,9}"])
+    rows = edgelist.read_fields(spark, path, [edgelist.ID_PATTERN, edgelist.ID_PATTERN, r"[+-]?1", r"[0-9]{1,9}"], position=True)
     return rows.select(F.col("f0").cast("bigint").alias("src"), F.col("f1").cast("bigint").alias("dst"),
-                       F.regexp_replace("f2", r"^\+", "").cast("int").alias("diff"), F.col("f3").cast("int").alias("batch"))
+                       F.regexp_replace("f2", r"^\+", "").cast("int").alias("diff"), F.col("f3").cast("int").alias("batch"),
+                       F.col("pos").cast("long").alias("seq"))
 
 
 def write_stream(updates: DataFrame, path: Path) -> None:
     """The file form read by `read_stream` (one local text file, ordered by batch)."""
-    rows = updates.orderBy("batch", "diff", "src", "dst").collect()
+    rows = updates.orderBy("batch", "seq").collect()
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as fh:
         fh.write("# src dst diff batch\n")
         fh.writelines(f"{r['src']} {r['dst']} {r['diff']:+d} {r['batch']}\n" for r in rows)
     tmp.replace(path)
+
+
+def insert_all(edges: DataFrame, batches: int) -> DataFrame:
+    """Every edge as an insert, spread over `batches` batches by a hash of the edge."""
+    return edges.select("src", "dst", F.lit(1).alias("diff"), F.pmod(F.xxhash64("src", "dst"), F.lit(batches)).cast("int").alias("batch"),
+                        F.lit(0).cast("long").alias("seq"))
+
+
+@dataclass
+class UpdateStream:
+    """The initial directed edge set and the update batches of a dynamic run, both in Parquet."""
+    source: str  # the spec or file it came from
+    initial: DataFrame  # (src, dst): a set of directed edges
+    updates: DataFrame  # (src, dst, diff, batch, seq)
+    batches: list[int]  # batch ids in order
+    initial_path: Path | None = None
+    updates_path: Path | None = None
+
+    def batch(self, batch: int) -> DataFrame:
+        return self.updates.filter(F.col("batch") == batch)
+
+    def sizes(self) -> dict[int, int]:
+        return {r["batch"]: r["count"] for r in self.updates.groupBy("batch").count().collect()}
+
+
+def load_stream(spark: SparkSession, text: str, directed_edges: DataFrame, workdir: Path) -> UpdateStream:
+    """`text` is a stream spec (`holdback=0.1,batch=1000,...`, applied to the dataset's directed edges)
+    or the path of an update file (the whole dataset is the initial graph). Both sides are written to
+    `workdir` as Parquet, so the implementation and the reference read the same rows."""
+    if "=" in text:
+        initial, updates = make_stream(directed_edges, parse_spec(text))
+    else:
+        initial, updates = directed_edges, read_stream(spark, Path(text))
+    workdir.mkdir(parents=True, exist_ok=True)
+    initial.select("src", "dst").write.parquet(str(workdir / "initial.parquet"))
+    updates.select("src", "dst", "diff", "batch", "seq").write.parquet(str(workdir / "updates.parquet"))
+    updates = spark.read.parquet(str(workdir / "updates.parquet")).cache()
+    batches = sorted(r["batch"] for r in updates.select("batch").distinct().collect())
+    return UpdateStream(text, spark.read.parquet(str(workdir / "initial.parquet")), updates, batches,
+                        workdir / "initial.parquet", workdir / "updates.parquet")

@@ -12,6 +12,7 @@ from . import specs, updates
 from .errors import DataError
 from .query import SEMANTICS, query_from_mapping
 from .runner import RunRequest
+from .dynamic import DYNAMIC_ORACLES
 from .verify import ORACLE_CHOICES
 
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
@@ -146,8 +147,9 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         if w < 1:
             raise DataError(f"{path}: key 'workers[{i}]' must be at least 1, got {w}")
     oracle = data.get("oracle", "auto")
-    if oracle not in ORACLE_CHOICES:
-        raise DataError(f"{path}: key 'oracle' must be one of {', '.join(ORACLE_CHOICES)}, got {oracle!r}")
+    choices = ORACLE_CHOICES if "updates" not in data else DYNAMIC_ORACLES
+    if oracle not in choices:
+        raise DataError(f"{path}: key 'oracle' must be one of {', '.join(choices)}, got {oracle!r}")
     params = data.get("params", {}) or {}
     if not isinstance(params, dict):
         raise DataError(f"{path}: key 'params' must be a mapping")
@@ -155,18 +157,11 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
     if order is not None and not (isinstance(order, list) and all(isinstance(a, str) for a in order)):
         raise DataError(f"{path}: key 'attribute_order' must be a list of attribute names")
     params = dict(params)
-    if "updates" in data:  # an update stream for dynamic implementations: a spec, a mapping or a file
-        spec = data["updates"]
-        if isinstance(spec, str) and (path.parent / spec).is_file():
-            params["updates"] = str(path.parent / spec)
-        elif isinstance(spec, (str, dict)):
-            try:
-                stream = updates.parse_spec(spec)
-            except DataError as exc:
-                raise DataError(f"{path}: key 'updates': {exc}") from None
-            params["updates"] = specs.to_text(stream)
-        else:
-            raise DataError(f"{path}: key 'updates' must be a stream spec, a mapping or a file path")
+    if "updates" in data:  # update streams for dynamic implementations: specs, mappings or file paths
+        streams = data["updates"] if isinstance(data["updates"], list) else [data["updates"]]
+        texts = [_stream_text(spec, path, f"updates[{i}]" if isinstance(data["updates"], list) else "updates")
+                 for i, spec in enumerate(streams)]
+        params["updates"] = texts if isinstance(data["updates"], list) else texts[0]
     description = data.get("description", "")
     if not isinstance(description, str):
         raise DataError(f"{path}: key 'description' must be a string")
@@ -179,3 +174,16 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         timeout_s=_number(data, "timeout_s", path, 600.0), oracle_timeout_s=_number(data, "oracle_timeout_s", path, 600.0) or 600.0,
         params=params, attribute_order=order, tier=tier,
     )
+
+
+def _stream_text(spec, path: Path, key: str) -> str:
+    if isinstance(spec, str) and "=" not in spec:
+        if not (path.parent / spec).is_file():
+            raise DataError(f"{path}: key '{key}': update file {path.parent / spec} not found")
+        return str(path.parent / spec)
+    if isinstance(spec, (str, dict)):
+        try:
+            return specs.to_text(updates.parse_spec(spec))
+        except DataError as exc:
+            raise DataError(f"{path}: key '{key}': {exc}") from None
+    raise DataError(f"{path}: key '{key}' must be a stream spec, a mapping or a file path")

@@ -117,7 +117,7 @@ def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):
         for _ in iterator:
             pass
         p = exchange.current_partition()
-        keys, offsets, forward, reverse, _ = distributed_index.load_partition(source_root, p)
+        (keys, offsets, forward, reverse, *_), _ = distributed_index.load_partition(source_root, p)
         degrees = np.diff(offsets, axis=1).astype(np.int32)  # (2, keys): forward, reverse sizes
         directory = os.path.join(root, f"p{p}")
         os.makedirs(directory, exist_ok=True)
@@ -129,16 +129,16 @@ def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):
             key = np.repeat(np.asarray(keys), deg)
             position = np.arange(len(values), dtype=np.int64) - np.repeat(offsets[kind, :-1], deg)
             code = resolver_code(key, np.full(len(key), kind), position)
-            for q, sel in exchange.by_destination(pair_owner(key, position, workers), workers):
-                out_tokens.append(int(tokens[q]))
-                payloads.append(exchange.pack(RESOLVER, q, [code[sel], np.asarray(values)[sel]]))
+            routed = exchange.route(RESOLVER, pair_owner(key, position, workers), [code, np.asarray(values)], tokens, workers)
+            out_tokens += routed[0]
+            payloads += routed[1]
         # Membership: every edge row once, as the forward entry (src, dst) of its source key.
         src = np.repeat(np.asarray(keys), degrees[0].astype(np.int64))
         dst = np.asarray(forward)
         code = edge_code(src, dst)
-        for q, sel in exchange.by_destination(pair_owner(src, dst, workers), workers):
-            out_tokens.append(int(tokens[q]))
-            payloads.append(exchange.pack(MEMBERSHIP, q, [code[sel]]))
+        routed = exchange.route(MEMBERSHIP, pair_owner(src, dst, workers), [code], tokens, workers)
+        out_tokens += routed[0]
+        payloads += routed[1]
         if payloads:
             yield exchange.blobs_batch(out_tokens, payloads)
     return scatter

@@ -20,6 +20,8 @@ class RunContext:
     params: dict = field(default_factory=dict)
     # Indices built for this graph by earlier runs (shared arrangements); implementations may reuse them.
     arrangements: dict = field(default_factory=dict)
+    # Dynamic runs: the initial graph and its update batches (harness.updates.UpdateStream).
+    stream: object | None = None
 
     @property
     def edges(self) -> DataFrame:
@@ -36,10 +38,25 @@ class Outcome:
     metrics: dict = field(default_factory=dict)
 
 
+@dataclass
+class BatchOutcome:
+    """What an implementation reports for one update batch."""
+    delta: int  # signed change of the count
+    output_changes: int  # match changes the delta queries produced (added + removed, before netting)
+    counters: dict = field(default_factory=dict)
+    changes: list[tuple[tuple, int]] | None = None  # (match, +1 | -1), netted, when asked for
+    changes_truncated: bool = False
+
+
 class Implementation(ABC):
     name: str = ""
     description: str = ""
     index_reused: bool = False  # set by prepare() when it reused an index from ctx.arrangements
+    maintains_updates: bool = False  # dynamic: prepare() indexes ctx.stream.initial, count() counts it
+
+    def apply_updates(self, updates: DataFrame) -> BatchOutcome:
+        """Apply one batch (src, dst, diff, seq) and return the change of the count. Timed per batch."""
+        raise NotImplementedError(f"{self.name} does not maintain counts under updates")
 
     def __init__(self, ctx: RunContext):
         self.ctx = ctx

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from harness.errors import DataError
 from . import distributed_index, exchange
 from .base import Implementation, Outcome
 from .plan import ExtensionPlan
-from .prefix_extension import FIELDS, RECEIVED, Chunk, ExtensionJob, JobResult, run_job
+from .prefix_extension import FIELDS, RECEIVED, Chunk, ExtensionJob, GroupJob, JobResult, run_job
 
 DEFAULT_BATCH = 1 << 22
 # A round has enough work to share when its workers receive at least this many tuples each on
@@ -41,12 +42,6 @@ class Batches:
     def full(self, level: int) -> bool:
         """BiGJoin's rule: some worker has a full batch waiting."""
         return max(self.remaining(level), default=0) >= self.budget
-
-    def next_level(self) -> int | None:
-        """The deepest level with a full batch waiting, else the deepest with any work."""
-        full = [j for j in self.queues if self.full(j)]
-        some = [j for j in self.queues if max(self.remaining(j), default=0) > 0]
-        return max(full) if full else max(some) if some else None
 
     def add(self, level: int, chunks: dict[int, list[Chunk]]) -> None:
         for p, new in chunks.items():
@@ -74,17 +69,26 @@ class BiGJoin(Implementation):
 
     def prepare(self) -> None:
         ctx = self.ctx
+        self.configure()
+        key = ("partitioned-index", ctx.workers)
+        self.index_reused = key in ctx.arrangements
+        if not self.index_reused:
+            ctx.arrangements[key] = distributed_index.build(ctx.spark, ctx.edges, ctx.spec.semantics == "undirected", ctx.workers)
+        self.index = ctx.arrangements[key]
+
+    def configure(self) -> None:
+        """The plan and the batch budget B'."""
+        ctx = self.ctx
         self.plan = ExtensionPlan.from_spec(ctx.spec)
         self.plan.require_connected_order(ctx.spec)
         batch = ctx.params.get("batch")
         self.budget = DEFAULT_BATCH if batch is None else int(batch)
         if self.budget < 1:
             raise DataError(f"--batch (B', proposals per worker per batch) must be at least 1, got {self.budget}")
-        key = ("partitioned-index", ctx.workers)
-        self.index_reused = key in ctx.arrangements
-        if not self.index_reused:
-            ctx.arrangements[key] = distributed_index.build(ctx.spark, ctx.edges, ctx.spec.semantics == "undirected", ctx.workers)
-        self.index = ctx.arrangements[key]
+
+    def job_args(self) -> dict:
+        """Extra fields for every job of this implementation."""
+        return {}
 
     def count(self) -> Outcome:
         count, counters, self._sample = self._run(MATCH_SAMPLE)
@@ -103,35 +107,70 @@ class BiGJoin(Implementation):
         return [tuple(int(v) for v in row[where]) for row in rows]
 
     def _run(self, match_limit: int) -> tuple[int, dict, np.ndarray]:
-        ctx, plan, index = self.ctx, self.plan, self.index
-        run_dir = str(index.root / f"run-{uuid.uuid4().hex[:8]}")
+        index = self.index
+        if self.plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
+            ranks = np.load(index.root / "loops.npy") if self.plan.loop[0] else np.arange(index.vertices)
+            return len(ranks), Counters(1).report(index, self.budget, self.index_reused), ranks[:match_limit].reshape(-1, 1)
+        count, counters, found = self.extend([Extension(self.plan)], match_limit)
+        return count, counters.report(index, self.budget, self.index_reused), found[0]
+
+    def extend(self, extensions: list["Extension"], match_limit: int) -> tuple[int, "Counters", list[np.ndarray]]:
+        """Run Generic Join extensions to completion, batch by batch: one Spark job per batch, in which
+        every extension with work at the chosen level takes part. Returns the signed sum of their
+        counts, the counters and each extension's sample of matches."""
+        ctx, m = self.ctx, self.plan.m
+        run_dir = str(self.index.root / f"run-{uuid.uuid4().hex[:8]}")
         tokens = exchange.routing_tokens(ctx.spark, ctx.workers)
-        batches = self.batches_class(plan.m, ctx.workers, self.budget)
-        counters = Counters(plan.m)
-        found: list[np.ndarray] = []
-        if plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
-            ranks = np.load(index.root / "loops.npy") if plan.loop[0] else np.arange(index.vertices)
-            return len(ranks), counters.report(index, self.budget, self.index_reused), ranks[:match_limit].reshape(-1, 1)
+        batches = [self.batches_class(m, ctx.workers, self.budget) for _ in extensions]
+        counters = Counters(m)
+        found: list[list[np.ndarray]] = [[] for _ in extensions]
+        signed, job_id, first = 0, 0, True
+        level = extensions[0].first_level
         try:
-            level, job_id = 0, 0
             while level is not None:
-                job = self.job_class(str(index.root), ctx.workers, tokens, plan, level, self.budget,
-                                     batches.queues.get(level, [[] for _ in range(ctx.workers)]),
-                                     batches.consumed.get(level, [0] * ctx.workers), run_dir, job_id, match_limit)
+                jobs = [self.job_class(str(self.index.root), ctx.workers, tokens, ext.plan, level, self.budget,
+                                       b.queues.get(level, [[] for _ in range(ctx.workers)]),
+                                       b.consumed.get(level, [0] * ctx.workers), run_dir, job_id, match_limit,
+                                       group=g, **self.job_args(), **ext.job_args)
+                        for g, (ext, b) in enumerate(zip(extensions, batches))
+                        if first or max(b.remaining(level), default=0) > 0]
+                job = jobs[0] if len(jobs) == 1 else GroupJob(jobs)
                 result = run_job(ctx.spark, job)
-                counters.add(job, result, batches)
-                if level > 0:
-                    batches.advance(level)
-                if level + 1 < plan.m:
-                    batches.add(level + 1, result.new_chunks)
-                if result.matches is not None:
-                    found.append(result.matches)
+                counters.add(job, result, sum(b.queued_prefixes() for b in batches))
+                for sub in jobs:
+                    g, b = sub.group, batches[sub.group]
+                    if not first:
+                        b.advance(level)
+                    if level + 1 < m:
+                        b.add(level + 1, result.chunks(g))
+                    if g in result.matches:
+                        found[g].append(result.matches[g])
+                    signed += extensions[g].sign * result.of_group(g).total("counted")
                 job_id += 1
-                level = batches.next_level()
+                first = False
+                level = next_level(batches)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
-        matches = np.concatenate(found)[:match_limit] if found else np.zeros((0, plan.m), np.int32)
-        return counters.count, counters.report(index, self.budget, self.index_reused), matches
+        samples = [np.concatenate(f)[:match_limit] if f else np.zeros((0, m), np.int32) for f in found]
+        return signed, counters, samples
+
+
+@dataclass
+class Extension:
+    """One Generic Join run for the scheduler: its plan, its first level (0: seed from the index keys)
+    and the sign its count carries; job_args go to the job class (e.g. Delta-BiGJoin's seeds)."""
+    plan: ExtensionPlan
+    first_level: int = 0
+    sign: int = 1
+    job_args: dict = field(default_factory=dict)
+
+
+def next_level(batches: list[Batches]) -> int | None:
+    """BiGJoin's rule over several extensions: the deepest level where one has a full batch waiting,
+    else the deepest with any work."""
+    full = [j for b in batches for j in b.queues if b.full(j)]
+    some = [j for b in batches for j in b.queues if max(b.remaining(j), default=0) > 0]
+    return max(full) if full else max(some) if some else None
 
 
 class Counters:
@@ -151,7 +190,7 @@ class Counters:
         self.peak_queued = 0
         self.round_loads: list[list[int]] = []  # tuples received by each worker, per exchange in run order
 
-    def add(self, job: ExtensionJob, result: JobResult, batches: Batches) -> None:
+    def add(self, job: ExtensionJob | GroupJob, result: JobResult, queued: int) -> None:
         j = job.level
         self.jobs_per_level[j] += 1
         self.rounds += job.exchanges
@@ -173,7 +212,7 @@ class Counters:
         self.exchanged_remote += sum(result.total(name) for name in FIELDS if name.startswith("sent_remote_"))
         held = result.per_stage("held_prefixes") + result.per_stage("held_candidates")
         self.peak_in_flight = max(self.peak_in_flight, int(held.max(initial=0)))
-        self.peak_queued = max(self.peak_queued, batches.queued_prefixes() + result.total("queued_rows"))
+        self.peak_queued = max(self.peak_queued, queued + result.total("queued_rows"))
 
     def balance(self) -> dict:
         """Per-round max/mean of the tuples each worker received, and the worst round that had

@@ -68,12 +68,13 @@ class PartitionedIndex:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def build(spark, edges, undirected: bool, workers: int) -> PartitionedIndex:
+def build(spark, edges, undirected: bool, workers: int, extra_vertices=None) -> PartitionedIndex:
+    """`extra_vertices` (a DataFrame of column v) get ranks too, though no edge touches them yet."""
     root = index_root() / uuid.uuid4().hex[:12]
     root.mkdir(parents=True)
     register_for_cleanup(root)
     # 1. Dense ranks.
-    ids, rank = rank_vertices(edges, undirected)
+    ids, rank = rank_vertices(edges, undirected, extra_vertices)
     np.save(root / "sorted_ids.npy", ids)
     np.save(root / "rank_of_sorted.npy", rank.astype(np.int32))
     # 2. One shuffle: each (key, value) entry goes to the owner of its key, which builds its CSR.
@@ -94,11 +95,15 @@ def build(spark, edges, undirected: bool, workers: int) -> PartitionedIndex:
                             stats[:, 2], len(loop_vertices))
 
 
-def rank_vertices(edges, undirected: bool) -> tuple[np.ndarray, np.ndarray]:
+def rank_vertices(edges, undirected: bool, extra_vertices=None) -> tuple[np.ndarray, np.ndarray]:
     """(sorted vertex ids, dense rank of each): by (degree, id) if undirected, else by id. Only the
     vertex table (one row per vertex) comes to the driver."""
-    degrees = (edges.select(F.col("src").alias("v")).union(edges.select(F.col("dst").alias("v")))
-               .groupBy("v").count().toArrow())
+    ends = edges.select(F.col("src").alias("v")).union(edges.select(F.col("dst").alias("v")))
+    if extra_vertices is not None:
+        ends = ends.select("v", F.lit(1).alias("n")).union(extra_vertices.select("v", F.lit(0).alias("n")))
+        degrees = ends.groupBy("v").agg(F.sum("n").alias("count")).toArrow()
+    else:
+        degrees = ends.groupBy("v").count().toArrow()
     ids = degrees.column("v").to_numpy().astype(np.int64)
     order = np.argsort(ids)
     ids = ids[order]
@@ -119,10 +124,7 @@ def _route_entries(root: str, workers: int, undirected: bool, tokens: np.ndarray
             keys = np.concatenate([s, d]).astype(np.int32)
             values = np.concatenate([d, s]).astype(np.int32)
             kinds = np.repeat(np.array([0, 1], dtype=np.int8), len(s))
-            out_tokens, payloads = [], []
-            for p, sel in exchange.by_destination(exchange.partition_of(keys, workers), workers):
-                out_tokens.append(int(tokens[p]))
-                payloads.append(exchange.pack(EDGES, p, [keys[sel], values[sel], kinds[sel]]))
+            out_tokens, payloads = exchange.route(EDGES, exchange.partition_of(keys, workers), [keys, values, kinds], tokens, workers)
             if payloads:
                 yield exchange.blobs_batch(out_tokens, payloads)
     return route
@@ -155,16 +157,18 @@ def _build_partition(root: str, vertices: int):
 
 
 _loaded: dict[tuple[str, int], tuple] = {}
+EMPTY_OVERLAY = (np.zeros(0, np.int32), np.zeros((4, 1), np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32),
+                 np.zeros(0, np.int8), np.zeros(0, np.int8))
 
 
-def load_partition(root: str, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(keys, offsets (2, keys + 1), forward values, reverse values, all loop vertices) of worker p,
-    memory-mapped once per Python worker process."""
+def load_partition(root: str, p: int) -> tuple[tuple, np.ndarray]:
+    """(ix, loop vertices) of worker p, memory-mapped once per Python worker process: ix is (keys,
+    offsets (2, keys + 1), forward values, reverse values) plus an empty overlay (see extension_kernels)."""
     key = (root, p)
     if key not in _loaded:
         directory = os.path.join(root, f"p{p}")
-        _loaded[key] = tuple(mapped(os.path.join(directory, f"{name}.npy"))
-                             for name in ("keys", "offsets", "forward", "reverse")) + (mapped(os.path.join(root, "loops.npy")),)
+        base = tuple(mapped(os.path.join(directory, f"{name}.npy")) for name in ("keys", "offsets", "forward", "reverse"))
+        _loaded[key] = (base + EMPTY_OVERLAY, mapped(os.path.join(root, "loops.npy")))
     return _loaded[key]
 
 

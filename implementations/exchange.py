@@ -80,6 +80,15 @@ def by_destination(dest: np.ndarray, workers: int):
             yield q, order[bounds[q]:bounds[q + 1]]
 
 
+def route(kind: int, owners: np.ndarray, arrays: list[np.ndarray], tokens: np.ndarray, workers: int) -> tuple[list[int], list[bytes]]:
+    """(routing tokens, blobs): the rows of `arrays` split by owner, one blob of `kind` per owner."""
+    out_tokens, payloads = [], []
+    for q, sel in by_destination(owners, workers):
+        out_tokens.append(int(tokens[q]))
+        payloads.append(pack(kind, q, [a[sel] for a in arrays]))
+    return out_tokens, payloads
+
+
 def blobs_batch(tokens: list[int], payloads: list[bytes]):
     import pyarrow as pa
 

@@ -1,7 +1,11 @@
 """Numba kernels of the prefix-extension primitive, run by the worker that owns the lookup keys.
 
-An index partition is (keys, offsets, forward, reverse): the sorted keys this worker owns and, per
-key, its sorted forward and reverse lists. A relation of kind BOTH reads reverse ++ forward, which is
+An index partition `ix` is (keys, offsets, forward, reverse, okeys, ooffsets, oforward, oreverse,
+ofsign, orsign): the sorted keys this worker owns with, per key, its sorted forward and reverse lists
+(offsets rows 0 and 1); then an overlay of changes to those lists (Delta-BiGJoin), per key sorted
+values with a sign (+1 added, -1 removed), in two views: rows 0, 1 the changes up to the current
+update batch, rows 2, 3 those before it. Static indices pass an empty overlay. A relation's kind is
+FORWARD, REVERSE or BOTH plus 3 * view (0: current, 1: old). BOTH reads reverse ++ forward, which is
 sorted because reverse neighbours rank below the key and forward ones above it.
 
 Every lookup is a binary search, so a probe into a hub's list costs log(degree), never a scan, and
@@ -45,24 +49,91 @@ def value_bounds(level, prefix, i, above, below):
 
 
 @njit(cache=True)
-def list_ranges(keys, offsets, forward, reverse, kind, k, lo, hi):
-    """Positions (reverse start, end, forward start, end) of k's list restricted to [lo, hi]."""
+def _bounds(keys, offsets, values, row, k, lo, hi):
+    """Positions [start, end) of the values in [lo, hi] of row `row` of key k (empty if k is absent)."""
     s = _slot(keys, k)
-    rs = re = fs = fe = 0
-    if s >= 0 and lo <= hi:
-        if kind != REVERSE:
-            a, b = offsets[0, s], offsets[0, s + 1]
-            fs = lower_bound(forward, a, b, lo)
-            fe = lower_bound(forward, fs, b, hi + 1)
-        if kind != FORWARD:
-            a, b = offsets[1, s], offsets[1, s + 1]
-            rs = lower_bound(reverse, a, b, lo)
-            re = lower_bound(reverse, rs, b, hi + 1)
-    return rs, re, fs, fe
+    if s < 0:
+        return 0, 0
+    a, b = offsets[row, s], offsets[row, s + 1]
+    start = lower_bound(values, a, b, lo)
+    return start, lower_bound(values, start, b, hi + 1)
 
 
 @njit(cache=True)
-def count_items(p, workers, keys, offsets, forward, reverse, level, prefix, mask, min_rel, min_count,
+def _signed(sign, start, end):
+    total = 0
+    for i in range(start, end):
+        total += sign[i]
+    return total
+
+
+@njit(cache=True)
+def list_ranges(ix, kind, k, lo, hi):
+    """k's list restricted to [lo, hi]: positions (reverse base start, end, reverse change start, end,
+    forward base start, end, forward change start, end) and the sizes of its reverse and forward parts."""
+    view, kind = kind // 3, kind % 3
+    rbs = rbe = rcs = rce = fbs = fbe = fcs = fce = nr = nf = 0
+    if lo <= hi:
+        if kind != FORWARD:
+            rbs, rbe = _bounds(ix[0], ix[1], ix[3], 1, k, lo, hi)
+            rcs, rce = _bounds(ix[4], ix[5], ix[7], 2 * view + 1, k, lo, hi)
+            nr = rbe - rbs + _signed(ix[9], rcs, rce)
+        if kind != REVERSE:
+            fbs, fbe = _bounds(ix[0], ix[1], ix[2], 0, k, lo, hi)
+            fcs, fce = _bounds(ix[4], ix[5], ix[6], 2 * view, k, lo, hi)
+            nf = fbe - fbs + _signed(ix[8], fcs, fce)
+    return rbs, rbe, rcs, rce, fbs, fbe, fcs, fce, nr, nf
+
+
+@njit(cache=True)
+def _member(values, bs, be, changes, sign, cs, ce, c):
+    i = lower_bound(changes, cs, ce, c)
+    if i < ce and changes[i] == c:
+        return sign[i] > 0
+    return contains(values, bs, be, c)
+
+
+@njit(cache=True)
+def _emit(values, bs, be, changes, sign, cs, ce, first, last, t, out, w, prefix, i, level, differ, need_loop, loops):
+    """Walk one part of a list (base values merged with changes) from position t, writing the entries
+    at positions [first, last) that pass the inequality and self-loop filters. Returns (w, t)."""
+    if cs == ce:  # no changes: direct positions
+        n = be - bs
+        for pos in range(max(first - t, 0), min(last - t, n)):
+            w = _keep(values[bs + pos], out, w, prefix, i, level, differ, need_loop, loops)
+        return w, t + n
+    a, b = bs, cs
+    while (a < be or b < ce) and t < last:
+        if b < ce and (a >= be or changes[b] <= values[a]):
+            if sign[b] < 0:  # a removed base value
+                if a < be and values[a] == changes[b]:
+                    a += 1
+                b += 1
+                continue
+            c = changes[b]
+            b += 1
+        else:
+            c = values[a]
+            a += 1
+        if t >= first:
+            w = _keep(c, out, w, prefix, i, level, differ, need_loop, loops)
+        t += 1
+    return w, t
+
+
+@njit(cache=True)
+def _keep(c, out, w, prefix, i, level, differ, need_loop, loops):
+    for q in range(level):
+        if differ[level, q] and c == prefix[i, q]:
+            return w
+    if need_loop and not contains(loops, 0, len(loops), c):
+        return w
+    out[w] = c
+    return w + 1
+
+
+@njit(cache=True)
+def count_items(p, workers, ix, level, prefix, mask, min_rel, min_count,
                 rel_count, rel_pos, rel_kind, above, below):
     """Count: for every relation still in `mask` whose key this worker owns, look up the number of
     extensions and keep the smallest (ties to the lower relation). Returns the number of lookups."""
@@ -77,8 +148,8 @@ def count_items(p, workers, keys, offsets, forward, reverse, level, prefix, mask
                 k = prefix[i, rel_pos[level, r]]
                 if part(k, workers) != p:
                     continue
-                rs, re, fs, fe = list_ranges(keys, offsets, forward, reverse, rel_kind[level, r], k, lo, hi)
-                c = (re - rs) + (fe - fs)
+                g = list_ranges(ix, rel_kind[level, r], k, lo, hi)
+                c = g[8] + g[9]
                 lookups += 1
                 if c < min_count[i] or (c == min_count[i] and r < min_rel[i]):
                     min_count[i], min_rel[i] = c, r
@@ -88,7 +159,7 @@ def count_items(p, workers, keys, offsets, forward, reverse, level, prefix, mask
 
 
 @njit(cache=True)
-def propose_items(p, workers, keys, offsets, forward, reverse, loops, level, prefix, min_rel, first, last,
+def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last,
                   rel_pos, rel_kind, above, below, differ, loop):
     """Propose: positions [first, last) of each prefix's smallest list, minus candidates that an
     inequality or a required self-loop rules out. Returns (lengths, candidates)."""
@@ -102,34 +173,25 @@ def propose_items(p, workers, keys, offsets, forward, reverse, loops, level, pre
         if part(k, workers) != p:
             raise ValueError("a prefix is queued away from its proposing relation's worker")
         lo, hi = value_bounds(level, prefix, i, above, below)
-        rs, re, fs, fe = list_ranges(keys, offsets, forward, reverse, rel_kind[level, r], k, lo, hi)
-        nr = re - rs
+        g = list_ranges(ix, rel_kind[level, r], k, lo, hi)
         start = w
-        for t in range(first[i], last[i]):
-            c = reverse[rs + t] if t < nr else forward[fs + t - nr]
-            ok = True
-            for q in range(level):
-                if differ[level, q] and c == prefix[i, q]:
-                    ok = False
-                    break
-            if ok and loop[level]:
-                ok = contains(loops, 0, len(loops), c)
-            if ok:
-                out[w] = c
-                w += 1
+        w, t = _emit(ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], first[i], last[i], 0, out, w, prefix, i, level,
+                     differ, loop[level], loops)
+        w, t = _emit(ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], first[i], last[i], g[8], out, w, prefix, i, level,
+                     differ, loop[level], loops)
         lengths[i] = w - start
     return lengths, out[:w]
 
 
 @njit(cache=True)
-def intersect_items(p, workers, keys, offsets, forward, reverse, level, prefix, mask, lengths, values,
+def intersect_items(p, workers, ix, level, prefix, mask, lengths, values,
                     rel_count, rel_pos, rel_kind):
     """Intersect: drop the candidates missing from any relation in `mask` whose key this worker owns
     (one binary search per candidate and relation). Compacts `values` in place; returns (kept, probes)."""
     read = 0
     write = 0
     probes = 0
-    ranges = np.zeros((rel_count[level], 4), dtype=np.int64)
+    ranges = np.zeros((rel_count[level], 8), dtype=np.int64)  # list_ranges positions of each local relation
     for i in range(prefix.shape[0]):
         n = lengths[i]
         mk = mask[i]
@@ -139,12 +201,9 @@ def intersect_items(p, workers, keys, offsets, forward, reverse, level, prefix, 
                 k = prefix[i, rel_pos[level, r]]
                 if part(k, workers) == p:
                     local |= 1 << r
-                    s = _slot(keys, k)
-                    if s < 0:
-                        ranges[r, 0] = ranges[r, 1] = ranges[r, 2] = ranges[r, 3] = 0
-                    else:
-                        ranges[r, 0], ranges[r, 1] = offsets[0, s], offsets[0, s + 1]
-                        ranges[r, 2], ranges[r, 3] = offsets[1, s], offsets[1, s + 1]
+                    g = list_ranges(ix, (rel_kind[level, r] // 3) * 3 + BOTH, k, 0, INT32_MAX)
+                    for q in range(8):
+                        ranges[r, q] = g[q]
         start = write
         if local == 0:
             for t in range(n):
@@ -157,12 +216,12 @@ def intersect_items(p, workers, keys, offsets, forward, reverse, level, prefix, 
                 for r in range(rel_count[level]):
                     if local & (1 << r):
                         probes += 1
-                        kind = rel_kind[level, r]
+                        kind = rel_kind[level, r] % 3
                         k = prefix[i, rel_pos[level, r]]
                         if kind == FORWARD or (kind == BOTH and c > k):
-                            hit = contains(forward, ranges[r, 0], ranges[r, 1], c)
+                            hit = _member(ix[2], ranges[r, 4], ranges[r, 5], ix[6], ix[8], ranges[r, 6], ranges[r, 7], c)
                         else:
-                            hit = contains(reverse, ranges[r, 2], ranges[r, 3], c)
+                            hit = _member(ix[3], ranges[r, 0], ranges[r, 1], ix[7], ix[9], ranges[r, 2], ranges[r, 3], c)
                         if not hit:
                             keep = False
                             break

@@ -15,6 +15,7 @@ from harness.query import JoinSpec
 # As a relation of (early, late) pairs over edge rows (src, dst) (undirected rows have src < dst):
 # FORWARD is (src, dst), REVERSE is (dst, src), BOTH is their union.
 FORWARD, REVERSE, BOTH = 0, 1, 2
+OLD = 3  # added to a kind: read the relation as it was before the current update batch (Delta-BiGJoin)
 
 
 @dataclass
@@ -33,7 +34,9 @@ class ExtensionPlan:
     rel_atom: np.ndarray  # (m, R)
 
     @classmethod
-    def from_spec(cls, spec: JoinSpec) -> "ExtensionPlan":
+    def from_spec(cls, spec: JoinSpec, seed_atom: int | None = None) -> "ExtensionPlan":
+        """With `seed_atom` i, the plan of delta query dQ_i: atom i is left out (its changes seed the
+        first two positions) and the atoms after it read the old version of the relation."""
         order = spec.attribute_order
         m = len(order)
         at = {a: i for i, a in enumerate(order)}
@@ -49,7 +52,9 @@ class ExtensionPlan:
             atoms=[],
             rel_atom=np.zeros((m, max(1, 2 * len(spec.query.edges))), dtype=np.int64),
         )
-        for x, y in spec.query.edges:
+        for atom, (x, y) in enumerate(spec.query.edges):
+            if atom == seed_atom:
+                continue
             if x == y:
                 plan.loop[at[x]] = True
                 continue
@@ -63,6 +68,8 @@ class ExtensionPlan:
                 kind = REVERSE
             else:
                 kind = BOTH
+            if seed_atom is not None and atom > seed_atom:
+                kind += OLD
             r = plan.rel_count[j]
             plan.rel_pos[j, r], plan.rel_kind[j, r], plan.rel_atom[j, r] = at[early], kind, len(plan.atoms)
             plan.rel_count[j] += 1

@@ -28,7 +28,7 @@ FIELDS = ("stage", "worker", "received_prefixes", "received_candidates", "receiv
           "received_ranges", "sent_prefixes", "sent_candidates", "sent_remote_prefixes", "sent_remote_candidates",
           "sent_lookups", "sent_remote_lookups", "sent_remote_answers", "sent_remote_ranges", "lookups_aggregated",
           "held_prefixes", "held_candidates", "count_lookups", "proposals", "probes", "produced", "counted",
-          "queued_rows", "queued_work")
+          "queued_rows", "queued_work", "group")
 RECEIVED = tuple(name for name in FIELDS if name.startswith("received_"))
 F = {name: i for i, name in enumerate(FIELDS)}
 INT32_MAX = 2**31 - 1
@@ -56,6 +56,7 @@ class ExtensionJob:
     run_dir: str
     job_id: int
     match_limit: int = 0
+    group: int = 0  # which of several extensions multiplexed into one Spark job (Delta-BiGJoin)
 
     @property
     def exchanges(self) -> int:
@@ -66,17 +67,97 @@ class ExtensionJob:
         hops = int(p.rel_count[j]) - 1
         return hops + int(p.rel_count[j + 1]) + 1 if j + 1 < p.m else hops
 
-    def chunk_path(self, level: int, worker: int, stage: int) -> str:
-        return os.path.join(self.run_dir, f"L{level}", f"p{worker}", f"j{self.job_id:06d}-s{stage}.bin")
+    def chunk_path(self, level: int, worker: int, stage: int, group: int | None = None) -> str:
+        group = self.group if group is None else group
+        return os.path.join(self.run_dir, f"L{level}", f"p{worker}", f"j{self.job_id:06d}-g{group}-s{stage}.bin")
 
     def cleanup(self) -> None:
         """Called by the driver once the job's results are in."""
 
+    def load_index(self, p: int) -> tuple[tuple, np.ndarray]:
+        """(ix, loop vertices) of worker p; see extension_kernels for ix."""
+        return distributed_index.load_partition(self.index_root, p)
+
     def start_task(self, final: bool):
-        return _start_task(self, final)
+        def start(iterator):
+            for _ in iterator:
+                pass
+            yield from self.start(exchange.current_partition(), final)
+        return start
 
     def stage_task(self, number: int, final: bool):
-        return _stage_task(self, number, final)
+        def run_stage(iterator):
+            p = exchange.current_partition()
+            yield from self.stage(number, p, exchange.received(iterator, p), final)
+        return run_stage
+
+    def start(self, p: int, final: bool):
+        """Stage 0 at worker p: seed level 1 from the index keys, or propose from the queue."""
+        stage = Stage(self, 0, p)
+        plan = self.plan
+        if self.level == 0:  # seed: every key this worker owns is a 1-prefix, counted locally
+            keys = stage.ix[0]
+            if plan.loop[0]:
+                keys = keys[np.isin(keys, stage.loops)]
+            prefixes = Prefixes.fresh(keys.reshape(-1, 1), int(plan.rel_count[1]))
+            return stage.run(Candidates.empty(0), prefixes, final)
+        return stage.run(stage.propose(), Prefixes.empty(self.level + 1), final)
+
+    def stage(self, number: int, p: int, blobs, final: bool):
+        """Stage `number` at worker p on the (kind, meta, arrays) blobs it received."""
+        stage = Stage(self, number, p)
+        cands, prefixes = [], []
+        for kind, meta, arrays in blobs:
+            if not stage.side_input(kind, meta, arrays):
+                (cands if kind == CANDIDATES else prefixes).append(unpack_items(kind, meta, arrays))
+        stage.add("received_prefixes", sum(len(c.prefix) for c in cands) + sum(len(x.prefix) for x in prefixes))
+        stage.add("received_candidates", sum(len(c.values) for c in cands))
+        return stage.run(_concat(cands, Candidates.empty(self.level)), _concat(prefixes, Prefixes.empty(self.level + 1)), final)
+
+
+@dataclass
+class GroupJob:
+    """Several extensions at the same level (each an ExtensionJob with its own group and plan),
+    multiplexed into one Spark job: every stage runs each group's stage on the blobs of that group."""
+    jobs: list[ExtensionJob]
+
+    @property
+    def level(self) -> int:
+        return self.jobs[0].level
+
+    @property
+    def workers(self) -> int:
+        return self.jobs[0].workers
+
+    @property
+    def exchanges(self) -> int:
+        return max(job.exchanges for job in self.jobs)  # a group with fewer hops idles (its stages are empty)
+
+    def chunk_path(self, level: int, worker: int, stage: int, group: int | None = None) -> str:
+        return self.jobs[0].chunk_path(level, worker, stage, group)
+
+    def cleanup(self) -> None:
+        for job in self.jobs:
+            job.cleanup()
+
+    def start_task(self, final: bool):
+        def start(iterator):
+            for _ in iterator:
+                pass
+            p = exchange.current_partition()
+            for job in self.jobs:
+                yield from job.start(p, final)
+        return start
+
+    def stage_task(self, number: int, final: bool):
+        def run_stage(iterator):
+            p = exchange.current_partition()
+            by_group: dict[int, list] = {}
+            for blob in exchange.received(iterator, p):
+                by_group.setdefault(blob[1][2], []).append(blob)  # meta ends with the group
+            for job in self.jobs:
+                yield from job.stage(number, p, by_group.get(job.group, []), final)
+        return run_stage
 
 
 class _Items:
@@ -145,14 +226,15 @@ def _concat(parts: list, empty):
 ITEM_KINDS: dict[int, type] = {CANDIDATES: Candidates, PREFIXES: Prefixes}
 
 
-def pack_items(items: _Items, dest: int) -> bytes:
+def pack_items(items: _Items, dest: int, group: int = 0) -> bytes:
+    """meta: (rows, prefix width, group); every blob of this module ends its meta with its group."""
     arrays = [getattr(items, f) for f in type(items).__dataclass_fields__]
     arrays[0] = arrays[0].ravel()
-    return exchange.pack(items.KIND, dest, arrays, items.prefix.shape)
+    return exchange.pack(items.KIND, dest, arrays, (*items.prefix.shape, group))
 
 
 def unpack_items(kind: int, meta: tuple, arrays: list[np.ndarray]) -> _Items:
-    n, width = meta
+    n, width = meta[:2]
     return ITEM_KINDS[kind](arrays[0].reshape(n, width), *(a.copy() for a in arrays[1:]))
 
 
@@ -199,7 +281,7 @@ class StageBase:
     def __init__(self, job: ExtensionJob, stage: int, p: int):
         self.job, self.stage, self.p = job, stage, p
         self.record = np.zeros(len(FIELDS), dtype=np.int64)
-        self.record[F["stage"]], self.record[F["worker"]] = stage, p
+        self.record[F["stage"]], self.record[F["worker"]], self.record[F["group"]] = stage, p, job.group
         self.stats: list[np.ndarray] = []
         self.matches: list[np.ndarray] = []
 
@@ -207,16 +289,16 @@ class StageBase:
         self.record[F[name]] += int(value)
 
     def queue(self, items: _Items) -> None:
-        write_file(self.job.chunk_path(self.job.level + 1, self.p, self.stage), pack_items(items, self.p))
+        write_file(self.job.chunk_path(self.job.level + 1, self.p, self.stage), pack_items(items, self.p, self.job.group))
         self.add("queued_rows", len(items.prefix))
         self.add("queued_work", items.work().astype(np.int64).sum())
 
     def side_input(self, kind: int, meta: tuple, arrays: list[np.ndarray]) -> bool:
         """Take a STATS or MATCHES blob travelling with the data; False for any other kind."""
         if kind == STATS:
-            self.stats.append(arrays[0].reshape(meta))
+            self.stats.append(arrays[0].reshape(meta[:2]))
         elif kind == MATCHES:
-            self.matches.append(arrays[0].reshape(meta))
+            self.matches.append(arrays[0].reshape(meta[:2]))
         else:
             return False
         return True
@@ -226,27 +308,28 @@ class StageBase:
         (after the last stage) to the driver."""
         self.stats.append(self.record[None, :])
         stats = np.concatenate(self.stats)
-        side = [exchange.pack(STATS, self.p, [stats.ravel()], stats.shape)]
+        group = self.job.group
+        side = [exchange.pack(STATS, self.p, [stats.ravel()], (*stats.shape, group))]
         if self.matches:
             found = np.concatenate(self.matches)[: self.job.match_limit]
-            side.append(exchange.pack(MATCHES, self.p, [found.ravel()], found.shape))
+            side.append(exchange.pack(MATCHES, self.p, [found.ravel()], (*found.shape, group)))
         if final:
             return [exchange.blobs_batch([-1] * len(side), side)]
         tokens = tokens + [int(self.job.tokens[self.p])] * len(side)
         return [exchange.blobs_batch(tokens, payloads + side)]
 
 
-class _Stage(StageBase):
+class Stage(StageBase):
     """BiGJoin's stage: apply local lookups, then ship, queue or count each item."""
 
     def __init__(self, job: ExtensionJob, stage: int, p: int):
         super().__init__(job, stage, p)
-        self.index = distributed_index.load_partition(job.index_root, p)
+        self.ix, self.loops = job.load_index(p)
 
     def propose(self) -> Candidates:
         job, plan, j = self.job, self.job.plan, self.job.level
         items, first, last = take_window(job, self.p, Prefixes.empty(j))
-        lengths, values = propose_items(self.p, job.workers, *self.index, j, items.prefix, items.min_rel,
+        lengths, values = propose_items(self.p, job.workers, self.ix, self.loops, j, items.prefix, items.min_rel,
                                         first, last, plan.rel_pos, plan.rel_kind, plan.above, plan.below,
                                         plan.differ, plan.loop)
         self.add("proposals", len(values))
@@ -255,12 +338,11 @@ class _Stage(StageBase):
 
     def run(self, cands: Candidates, prefixes: Prefixes, final: bool):
         job, plan, j, p = self.job, self.job.plan, self.job.level, self.p
-        keys, offsets, forward, reverse, _ = self.index
         self.add("held_prefixes", len(cands.prefix) + len(prefixes.prefix))
         self.add("held_candidates", len(cands.values))
         # Intersect (level j) with every pending relation this worker owns.
         if j > 0 and len(cands.prefix):
-            kept, probes = intersect_items(p, job.workers, keys, offsets, forward, reverse, j, cands.prefix,
+            kept, probes = intersect_items(p, job.workers, self.ix, j, cands.prefix,
                                            cands.mask, cands.lengths, cands.values, plan.rel_count, plan.rel_pos,
                                            plan.rel_kind)
             cands.values = cands.values[:kept]
@@ -283,7 +365,7 @@ class _Stage(StageBase):
                 prefixes = _concat([prefixes, Prefixes.fresh(new, int(plan.rel_count[j + 1]))], Prefixes.empty(j + 1))
         # Count (level j + 1) against every pending relation this worker owns; drop empty extensions.
         if len(prefixes.prefix):
-            lookups = count_items(p, job.workers, keys, offsets, forward, reverse, j + 1, prefixes.prefix,
+            lookups = count_items(p, job.workers, self.ix, j + 1, prefixes.prefix,
                                   prefixes.mask, prefixes.min_rel, prefixes.min_count, plan.rel_count, plan.rel_pos,
                                   plan.rel_kind, plan.above, plan.below)
             self.add("count_lookups", lookups)
@@ -315,7 +397,7 @@ class _Stage(StageBase):
                     self.add("sent_remote_candidates", n_cands)
                 for piece in _split(part):
                     tokens.append(int(job.tokens[q]))
-                    payloads.append(pack_items(piece, q))
+                    payloads.append(pack_items(piece, q, job.group))
         return self.output(tokens, payloads, final)
 
 
@@ -338,45 +420,21 @@ def _split(items):
     return [items.take(sel) for sel in np.array_split(np.arange(len(items.prefix)), pieces)]
 
 
-def _start_task(job: ExtensionJob, final: bool):
-    def start(iterator):
-        for _ in iterator:
-            pass
-        stage = _Stage(job, 0, exchange.current_partition())
-        plan = job.plan
-        if job.level == 0:  # seed: every key this worker owns is a 1-prefix, counted locally
-            keys = stage.index[0]
-            if plan.loop[0]:
-                keys = keys[np.isin(keys, stage.index[4])]
-            prefixes = Prefixes.fresh(keys.reshape(-1, 1), int(plan.rel_count[1]))
-            yield from stage.run(Candidates.empty(0), prefixes, final)
-        else:
-            yield from stage.run(stage.propose(), Prefixes.empty(job.level + 1), final)
-    return start
-
-
-def _stage_task(job: ExtensionJob, number: int, final: bool):
-    def run_stage(iterator):
-        p = exchange.current_partition()
-        stage = _Stage(job, number, p)
-        cands, prefixes = [], []
-        for kind, meta, arrays in exchange.received(iterator, p):
-            if not stage.side_input(kind, meta, arrays):
-                (cands if kind == CANDIDATES else prefixes).append(unpack_items(kind, meta, arrays))
-        stage.add("received_prefixes", sum(len(c.prefix) for c in cands) + sum(len(x.prefix) for x in prefixes))
-        stage.add("received_candidates", sum(len(c.values) for c in cands))
-        yield from stage.run(_concat(cands, Candidates.empty(job.level)), _concat(prefixes, Prefixes.empty(job.level + 1)), final)
-    return run_stage
-
-
 # ------------------------------------------------------------------ driver side
 
 
 @dataclass
 class JobResult:
     stats: np.ndarray  # one row per (stage, worker), columns FIELDS
-    new_chunks: dict[int, list[Chunk]] = field(default_factory=dict)  # worker -> chunks queued for level + 1
-    matches: np.ndarray | None = None
+    new_chunks: dict[int, dict[int, list[Chunk]]] = field(default_factory=dict)  # group -> worker -> chunks queued for level + 1
+    matches: dict[int, np.ndarray] = field(default_factory=dict)  # group -> sampled matches
+
+    def chunks(self, group: int = 0) -> dict[int, list[Chunk]]:
+        return self.new_chunks.get(group, {})
+
+    def of_group(self, group: int) -> "JobResult":
+        rows = self.stats[self.stats[:, F["group"]] == group]
+        return JobResult(rows, {group: self.chunks(group)}, {group: self.matches[group]} if group in self.matches else {})
 
     def total(self, name: str) -> int:
         return int(self.stats[:, F[name]].sum())
@@ -399,16 +457,19 @@ def run_job(spark, job: ExtensionJob) -> JobResult:
     df = spark.range(0, job.workers, 1, job.workers).mapInArrow(job.start_task(hops == 0), exchange.SCHEMA)
     for number in range(1, hops + 1):
         df = df.repartition(job.workers, "token").mapInArrow(job.stage_task(number, number == hops), exchange.SCHEMA)
-    stats, matches = [], []
+    stats, matches = [], {}
     for row in df.collect():
         kind, _, meta, arrays = exchange.unpack(bytes(row.payload))
-        (stats if kind == STATS else matches).append(arrays[0].reshape(meta))
+        if kind == STATS:
+            stats.append(arrays[0].reshape(meta[:2]))
+        else:
+            matches.setdefault(meta[2], []).append(arrays[0].reshape(meta[:2]))
     job.cleanup()
     stats = np.concatenate(stats) if stats else np.zeros((0, len(FIELDS)), np.int64)
-    result = JobResult(stats, matches=np.concatenate(matches) if matches else None)
+    result = JobResult(stats, matches={g: np.concatenate(m) for g, m in matches.items()})
     for rec in stats:
         if rec[F["queued_rows"]]:
-            p, stage = int(rec[F["worker"]]), int(rec[F["stage"]])
-            chunk = Chunk(job.chunk_path(job.level + 1, p, stage), int(rec[F["queued_rows"]]), int(rec[F["queued_work"]]))
-            result.new_chunks.setdefault(p, []).append(chunk)
+            p, stage, group = int(rec[F["worker"]]), int(rec[F["stage"]]), int(rec[F["group"]])
+            chunk = Chunk(job.chunk_path(job.level + 1, p, stage, group), int(rec[F["queued_rows"]]), int(rec[F["queued_work"]]))
+            result.new_chunks.setdefault(group, {}).setdefault(p, []).append(chunk)
     return result

@@ -8,7 +8,7 @@ import implementations
 from harness import datasets
 from harness.query import BUILTINS, make_join_spec
 from implementations import RunContext
-from implementations.bigjoin import Batches
+from implementations.bigjoin import Batches, next_level
 from implementations.bigjoin_s import AllWorkersFull, split_work
 from implementations.prefix_extension import Chunk
 
@@ -40,8 +40,8 @@ def test_batching_waits_until_every_worker_has_a_full_batch():
         batches.queues[2] = [[Chunk("c", 1, 6)], [Chunk("d", 1, 1)]]  # one worker full
         return batches
 
-    assert queues(Batches).next_level() == 2  # BiGJoin: some worker has B' waiting
-    assert queues(AllWorkersFull).next_level() == 1  # BiGJoin-S: every worker has B' waiting
+    assert next_level([queues(Batches)]) == 2  # BiGJoin: some worker has B' waiting
+    assert next_level([queues(AllWorkersFull)]) == 1  # BiGJoin-S: every worker has B' waiting
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,188 @@
+"""`delta-bigjoin` (§3.3, §4.3): BiGJoin kept current under batches of edge insertions and deletions.
+
+Everything that differs from BiGJoin is here:
+1. The index is multi-version (`versioned_index`): it is updated in place by one Spark job per batch,
+   which also derives the relation's net changes under set semantics, and it gives the batch an old
+   and a new view.
+2. A batch runs one delta query dQ_i per query edge (atom) i and per sign: Generic Join over an
+   attribute order that starts with atom i's two attributes, seeded at level 1 from the batch's net
+   changes of that sign. Atoms before i read the new view, atoms after i the old one (`ExtensionPlan`
+   with `seed_atom`), so a match whose edges change in the same batch is counted exactly once.
+   All delta queries of a batch share its Spark jobs (BiGJoin.extend multiplexes them).
+3. The change of the count is the sum of the delta queries' counts, each with its sign.
+
+Without an update stream (ctx.stream), `count()` starts from the empty graph and inserts the dataset's
+edges in `self_check_batches` batches, so the count it returns is built entirely from delta queries."""
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from pyspark.sql import functions as F
+
+from harness import updates
+from harness.errors import DataError
+from harness.query import adjacency, make_join_spec
+
+from . import versioned_index
+from .base import BatchOutcome, Outcome
+from .bigjoin import MATCH_SAMPLE, BiGJoin, Extension
+from .plan import ExtensionPlan
+from .prefix_extension import Candidates, ExtensionJob, Prefixes, Stage
+
+DEFAULT_COMPACT_RATIO = 0.05  # compact when the overlays hold this share of the base's entries
+DEFAULT_SELF_CHECK_BATCHES = 2
+
+
+@dataclass
+class DeltaJob(ExtensionJob):
+    view: tuple[int, int] = (0, 0)  # (base, overlay) versions of the multi-version index
+    seeds: str | None = None  # directory of the batch's net changes: start at level 1 from them
+    sign: int = 1  # which changes seed this extension: insertions (+1) or deletions (-1)
+    undirected: bool = False
+
+    def load_index(self, p: int):
+        return versioned_index.load_view(self.index_root, p, *self.view)
+
+    @property
+    def seeded(self) -> bool:
+        return self.seeds is not None and self.level == 1
+
+    @property
+    def exchanges(self) -> int:
+        if not self.seeded:
+            return super().exchanges
+        plan = self.plan
+        hops = 1 if plan.rel_count[1] else 0  # to the owner of the first attribute, which keys them all
+        return hops + (int(plan.rel_count[2]) + 1 if plan.m > 2 else 0)
+
+    def start(self, p: int, final: bool):
+        if not self.seeded:
+            return super().start(p, final)
+        stage = Stage(self, 0, p)
+        a, c, diff = np.load(os.path.join(self.seeds, f"p{p}.npy"))
+        x, y = a[diff == self.sign], c[diff == self.sign]
+        if self.undirected:  # the relation is symmetric: each change binds the atom both ways round
+            x, y = np.concatenate([x, y]), np.concatenate([y, x])
+        plan, keep = self.plan, np.ones(len(x), np.bool_)
+        if plan.above[1, 0]:
+            keep &= y > x
+        if plan.below[1, 0]:
+            keep &= y < x
+        if plan.differ[1, 0]:
+            keep &= y != x
+        x, y = x[keep].astype(np.int32), y[keep].astype(np.int32)
+        stage.add("proposals", len(y))
+        seeds = Candidates(x.reshape(-1, 1), np.full(len(x), (1 << int(plan.rel_count[1])) - 1, np.int32),
+                           np.ones(len(x), np.int32), y)
+        return stage.run(seeds, Prefixes.empty(2), final)
+
+
+class DeltaBiGJoin(BiGJoin):
+    name = "delta-bigjoin"
+    description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
+    job_class = DeltaJob
+    maintains_updates = True
+
+    def prepare(self) -> None:
+        ctx = self.ctx
+        query = ctx.spec.query
+        loops = [f"{x}-{y}" for x, y in query.edges if x == y]
+        if loops:
+            raise DataError(f"delta-bigjoin does not maintain self-loop query edges ({', '.join(loops)})")
+        self.configure()
+        self.compact_ratio = float(ctx.params.get("compact_ratio", DEFAULT_COMPACT_RATIO))
+        self.change_limit = int(ctx.params.get("changes", 0))
+        self.self_check = ctx.stream is None
+        stream = ctx.stream
+        if self.self_check:
+            batches = int(ctx.params.get("self_check_batches", DEFAULT_SELF_CHECK_BATCHES))
+            empty = ctx.edges.limit(0)
+            stream = updates.UpdateStream("insert-all", empty, updates.insert_all(ctx.edges, batches), list(range(batches)))
+        self.stream = stream
+        undirected = ctx.spec.semantics == "undirected"
+        relation = stream.initial
+        if undirected:  # the simple graph of the directed edge set
+            relation = (relation.filter(F.col("src") != F.col("dst"))
+                        .select(F.least("src", "dst").alias("src"), F.greatest("src", "dst").alias("dst")).distinct())
+        mentioned = stream.updates.select(F.col("src").alias("v")).union(stream.updates.select(F.col("dst").alias("v")))
+        self.index = versioned_index.build(ctx.spark, stream.initial, relation, undirected, ctx.workers, mentioned)
+        self.index_reused = False
+        self.delta_plans, self.delta_orders = [], []
+        for i, (x, y) in enumerate(query.edges):
+            order = _order_from(query, x, y)
+            self.delta_plans.append(ExtensionPlan.from_spec(make_join_spec(query, ctx.spec.semantics, order), seed_atom=i))
+            self.delta_orders.append(order)
+
+    def job_args(self) -> dict:
+        return {"view": self.index.view, "undirected": self.index.undirected}
+
+    def count(self) -> Outcome:
+        if not self.self_check:
+            return super().count()
+        total, produced, per_batch = 0, 0, []
+        for batch in self.stream.batches:
+            out = self.apply_updates(self.stream.batch(batch))
+            total += out.delta
+            produced += out.output_changes
+            per_batch.append(out.delta)
+        counters = {"self_check": {"stream": "insert every edge into the empty graph", "batches": len(per_batch),
+                                   "delta_per_batch": per_batch, "output_changes": produced},
+                    "index": self.index.describe()}
+        return Outcome(total, counters)
+
+    def apply_updates(self, batch) -> BatchOutcome:
+        ctx, index = self.ctx, self.index
+        compact = index.version > 0 and index.overlay_share() > self.compact_ratio
+        started = time.perf_counter()
+        counts = versioned_index.apply_batch(ctx.spark, index, batch, compact).sum(axis=0)
+        index_update_s = time.perf_counter() - started
+        applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in counts)))
+        self._sample = None  # matches() must look at the current graph
+        seeds = versioned_index.seeds_dir(index.root, index.version)
+        queries = [(atom, sign) for atom in range(len(self.delta_plans))
+                   for sign, n in ((1, applied["relation_inserted"]), (-1, applied["relation_deleted"])) if n]
+        extensions = [Extension(self.delta_plans[atom], first_level=1, sign=sign, job_args={"seeds": seeds, "sign": sign})
+                      for atom, sign in queries]
+        limit = self.change_limit + 1 if self.change_limit else 0
+        delta, counters, found = self.extend(extensions, limit) if extensions else (0, None, [])
+        report = counters.report(index, self.budget, False) if counters else {"index": index.describe()}
+        changes, truncated = None, False
+        if self.change_limit:
+            changes, truncated = self._net_changes(queries, found)
+        report.update(applied, compacted=compact, delta_queries=len(queries), index_update_s=round(index_update_s, 4),
+                      delta_queries_s=round(time.perf_counter() - started - index_update_s, 4))
+        return BatchOutcome(delta, counters.count if counters else 0, report, changes, truncated)
+
+    def _net_changes(self, queries: list[tuple[int, int]], found: list[np.ndarray]) -> tuple[list, bool]:
+        """Changed matches (in query attribute order, original ids) with their net sign: a match can
+        leave through one delta query and come back through another in the same batch."""
+        attrs = self.ctx.spec.query.attributes
+        net: Counter = Counter()
+        truncated = False
+        for (atom, sign), rows in zip(queries, found):
+            truncated |= len(rows) > self.change_limit
+            order = self.delta_orders[atom]
+            where = [order.index(a) for a in attrs]
+            for row in self.index.ids[rows[:, where]] if len(rows) else []:
+                net[tuple(int(v) for v in row)] += sign
+        changes = sorted((match, diff) for match, diff in net.items() if diff)
+        return changes[: self.change_limit], truncated or len(changes) > self.change_limit
+
+
+def _order_from(query, x: str, y: str) -> tuple[str, ...]:
+    """x, y, then greedily the attribute with most edges into the prefix (ties: declaration order)."""
+    adj = adjacency(query)
+    order = [x, y]
+    rest = [a for a in query.attributes if a not in order]
+    while rest:
+        best = max(rest, key=lambda a: (len(adj[a] & set(order)), -rest.index(a)))
+        order.append(best)
+        rest.remove(best)
+    return tuple(order)
+
+
+__all__ = ["DeltaBiGJoin", "DeltaJob", "MATCH_SAMPLE"]

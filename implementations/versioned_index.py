@@ -1,0 +1,419 @@
+"""Delta-BiGJoin's multi-version index (§3.3, §4.3): BiGJoin's key-partitioned forward/reverse lists,
+updated in place batch by batch, with an old and a new view of the batch being applied.
+
+Under the index root, worker p keeps (b: the last compaction, k: the last batch applied; 0 = initial):
+  base b      p{p}/ (b = 0, the BiGJoin layout) or base-{b}/p{p}/: keys, offsets, forward, reverse
+  overlay-{k}/p{p}/  the changes to every list since compaction b, as sorted values with a sign
+                     (+1 added, -1 removed): offsets rows 0, 1 up to batch k, rows 2, 3 before it
+  edges-{b}/p{p}.npy, changed-{k}/p{p}.npz  the directed edge set homed at p, as sorted rank codes
+                     (src << 32 | dst): a compacted base plus the pairs changed since, with presence
+  seeds-{k}/p{p}.npy batch k's net changes of the relation, keyed at p (rows: key, value, diff)
+A pair's home is its forward key: src (directed) or the lower rank (undirected, where the relation is
+the simple graph of the directed set). One Spark job of three stages applies a batch:
+  1. every update goes to the home of its pair;
+  2. the home applies its updates in order with set semantics, derives the relation's net changes
+     and writes the seeds, then sends each change to the owners of its forward and reverse keys;
+  3. each owner writes overlay k, first folding overlay k - 1 into a new base if asked to compact.
+The work of a batch is proportional to its changes and the overlay, not to the graph; compaction,
+every so often, is proportional to the partition."""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+from pyspark.sql import functions as F
+
+from . import distributed_index, exchange
+from .csr import lower_bound
+from .distributed_index import EMPTY_OVERLAY, mapped
+from .prefix_extension import write_file
+
+OPS, CHANGES, UPDATE_STATS, INDEX_STATS, HOMED = 20, 21, 22, 23, 24  # blob kinds
+LOW32 = np.int64(0xFFFFFFFF)
+# Per-worker counters of one batch (stage 2, at the homes of the pairs).
+UPDATE_FIELDS = ("updates", "pairs_touched", "inserts_ignored", "deletes_ignored", "edges_inserted", "edges_deleted",
+                 "relation_inserted", "relation_deleted")
+INDEX_FIELDS = ("keys", "base_entries", "overlay_keys", "overlay_entries", "compacted")
+
+
+def base_dir(root: str, b: int) -> str:
+    return root if b == 0 else os.path.join(root, f"base-{b}")
+
+
+def _save(directory: str, **arrays) -> None:
+    os.makedirs(directory, exist_ok=True)
+    for name, a in arrays.items():
+        tmp = os.path.join(directory, f".{name}.{os.getpid()}.npy")
+        np.save(tmp, a)
+        os.replace(tmp, os.path.join(directory, f"{name}.npy"))
+
+
+def _load_lists(directory: str, names=("keys", "offsets", "forward", "reverse")) -> tuple:
+    return tuple(mapped(os.path.join(directory, f"{n}.npy")) for n in names)
+
+
+def _overlay(root: str, k: int, p: int) -> tuple:
+    """(keys, offsets (4, keys + 1), forward changes, reverse changes, their signs) of overlay k."""
+    if k == 0:
+        return EMPTY_OVERLAY
+    return _load_lists(os.path.join(root, f"overlay-{k}", f"p{p}"), ("keys", "offsets", "forward", "reverse", "fsign", "rsign"))
+
+
+_views: dict[tuple[str, int], tuple] = {}
+
+
+def load_view(root: str, p: int, b: int, k: int) -> tuple[tuple, np.ndarray]:
+    """(ix, loop vertices) of worker p over base b and overlay k; self-loop queries are not
+    maintained, so the loop vertices are empty. One view per worker is cached per process."""
+    cached = _views.get((root, p))
+    if cached is None or cached[0] != (b, k):
+        ix = _load_lists(os.path.join(base_dir(root, b), f"p{p}")) + _overlay(root, k, p)
+        _views[(root, p)] = cached = ((b, k), (ix, np.zeros(0, np.int32)))
+    return cached[1]
+
+
+@dataclass
+class VersionedIndex:
+    """The driver's handle: where the files are, which versions are current, and their sizes."""
+    root: Path
+    workers: int
+    undirected: bool
+    vertices: int
+    ids: np.ndarray  # rank -> original vertex id
+    base: int = 0  # batch of the last compaction
+    version: int = 0  # batches applied
+    compactions: int = 0
+    sizes: np.ndarray = field(default_factory=lambda: np.zeros((0, len(INDEX_FIELDS)), np.int64))  # per worker
+
+    @property
+    def view(self) -> tuple[int, int]:
+        return self.base, self.version
+
+    def describe(self) -> dict:
+        s = self.sizes
+        entries = s[:, 1] + s[:, 3] if len(s) else np.zeros(0)
+        return {"workers": self.workers, "vertices": self.vertices, "batches_applied": self.version,
+                "compactions": self.compactions, "base_entries": int(s[:, 1].sum()) if len(s) else 0,
+                "overlay_keys": int(s[:, 2].sum()) if len(s) else 0,
+                "overlay_entries": int(s[:, 3].sum()) if len(s) else 0,
+                "entries_per_worker": entries.tolist(),
+                "entries_max_over_mean": round(float(entries.max() / entries.mean()), 4) if entries.sum() else None,
+                "bytes_on_disk": _disk_bytes(self.root)}
+
+    def overlay_share(self) -> float:
+        s = self.sizes
+        return float(s[:, 3].sum() / max(1, s[:, 1].sum())) if len(s) else 0.0
+
+
+def _disk_bytes(root: Path) -> int:
+    return sum(f.stat().st_size for f in root.rglob("*.np[yz]") if f.is_file())
+
+
+def build(spark, directed_edges, relation, undirected: bool, workers: int, extra_vertices) -> VersionedIndex:
+    """Base 0 is BiGJoin's index of `relation` (ranks also cover `extra_vertices`, which only the
+    updates mention); a second job homes the directed edge set."""
+    index = distributed_index.build(spark, relation, undirected, workers, extra_vertices)
+    root = str(index.root)
+    tokens = exchange.routing_tokens(spark, workers)
+    rows = (directed_edges.mapInArrow(_route_pairs(root, workers, undirected, tokens, HOMED, with_ops=False), exchange.SCHEMA)
+            .repartition(workers, "token").mapInArrow(_home_pairs(root), exchange.SCHEMA).collect())
+    if len(rows) != workers:
+        raise RuntimeError(f"homing the edge set reported {len(rows)} of {workers} workers")
+    sizes = np.zeros((workers, len(INDEX_FIELDS)), np.int64)
+    sizes[:, 0], sizes[:, 1] = index.keys, index.forward + index.reverse
+    return VersionedIndex(index.root, workers, undirected, index.vertices, index.ids, sizes=sizes)
+
+
+def _ranks(root: str):
+    sorted_ids = np.load(os.path.join(root, "sorted_ids.npy"), mmap_mode="r")
+    rank_of = np.load(os.path.join(root, "rank_of_sorted.npy"), mmap_mode="r")
+    return lambda ids: rank_of[np.searchsorted(sorted_ids, ids)].astype(np.int64)
+
+
+def _route_pairs(root: str, workers: int, undirected: bool, tokens: np.ndarray, kind: int, with_ops: bool):
+    """(src, dst[, diff, seq]) rows in original ids -> rank pairs at their home worker."""
+    def route(iterator):
+        rank = _ranks(root)
+        for batch in iterator:
+            s, d = rank(batch.column(0).to_numpy()), rank(batch.column(1).to_numpy())
+            home = np.minimum(s, d) if undirected else s
+            extra = [batch.column(2).to_numpy().astype(np.int8), batch.column(3).to_numpy().astype(np.int64)] if with_ops else []
+            out_tokens, payloads = exchange.route(kind, exchange.partition_of(home, workers),
+                                                  [s.astype(np.int32), d.astype(np.int32), *extra], tokens, workers)
+            if payloads:
+                yield exchange.blobs_batch(out_tokens, payloads)
+    return route
+
+
+def _home_pairs(root: str):
+    def home(iterator):
+        p = exchange.current_partition()
+        parts = [arrays for _, _, arrays in exchange.received(iterator, p)]
+        codes = np.unique(np.concatenate([_code(a[0], a[1]) for a in parts])) if parts else np.zeros(0, np.int64)
+        _save(os.path.join(root, "edges-0"), **{f"p{p}": codes})
+        yield exchange.blobs_batch([-1], [exchange.pack(HOMED, p, [np.array([len(codes)], np.int64)])])
+    return home
+
+
+def _code(s, d) -> np.ndarray:
+    return (np.asarray(s, np.int64) << 32) | np.asarray(d, np.int64)
+
+
+# ------------------------------------------------------------------ applying one batch
+
+
+def apply_batch(spark, index: VersionedIndex, updates, compact: bool) -> np.ndarray:
+    """Apply one batch of updates (a DataFrame src, dst, diff, seq) as index.version + 1; returns the
+    per-worker UPDATE_FIELDS counters. The seeds of the batch are left for the delta queries."""
+    root, workers, k, b = str(index.root), index.workers, index.version + 1, index.base
+    tokens = exchange.routing_tokens(spark, workers)
+    rows = (updates.select("src", "dst", "diff", "seq")
+            .mapInArrow(_route_pairs(root, workers, index.undirected, tokens, OPS, with_ops=True), exchange.SCHEMA)
+            .repartition(workers, "token")
+            .mapInArrow(_apply_updates(root, workers, index.undirected, tokens, k, b, compact), exchange.SCHEMA)
+            .repartition(workers, "token")
+            .mapInArrow(_apply_changes(root, k, b, compact), exchange.SCHEMA)
+            .collect())
+    counters = np.zeros((workers, len(UPDATE_FIELDS)), np.int64)
+    sizes = np.zeros((workers, len(INDEX_FIELDS)), np.int64)
+    for row in rows:
+        kind, p, _, arrays = exchange.unpack(bytes(row.payload))
+        (counters if kind == UPDATE_STATS else sizes)[p] = arrays[0]
+    if len(rows) != 2 * workers:
+        raise RuntimeError(f"batch {k}: {len(rows)} reports from {workers} workers")
+    if compact:
+        old = base_dir(root, b)
+        for p in range(workers):
+            shutil.rmtree(os.path.join(old, f"p{p}"), ignore_errors=True)
+        if b:
+            shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(os.path.join(root, f"edges-{b}"), ignore_errors=True)
+        index.base = k
+        index.compactions += 1
+    for stale in (f"overlay-{k - 1}", f"changed-{k - 1}", f"seeds-{k - 1}"):
+        shutil.rmtree(os.path.join(root, stale), ignore_errors=True)
+    index.version, index.sizes = k, sizes
+    return counters
+
+
+def seeds_dir(root, k: int) -> str:
+    return os.path.join(str(root), f"seeds-{k}")
+
+
+def _lookup(sorted_codes: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(found, position) of each code in a sorted array."""
+    i = np.searchsorted(sorted_codes, codes)
+    found = i < len(sorted_codes)
+    found[found] = sorted_codes[i[found]] == codes[found]
+    return found, i
+
+
+class EdgeSet:
+    """The directed pairs homed at one worker: a sorted base plus changed pairs with their presence."""
+
+    def __init__(self, root: str, p: int, k: int, b: int):
+        self.base = mapped(os.path.join(root, f"edges-{b}", f"p{p}.npy"))
+        if k > 1:  # every batch leaves its changed pairs (none after a compaction)
+            with np.load(os.path.join(root, f"changed-{k - 1}", f"p{p}.npz")) as z:
+                self.codes, self.present = z["codes"], z["present"]
+        else:
+            self.codes, self.present = np.zeros(0, np.int64), np.zeros(0, np.bool_)
+
+    def contains(self, codes: np.ndarray) -> np.ndarray:
+        changed, i = _lookup(self.codes, codes)
+        out = _lookup(self.base, codes)[0]
+        out[changed] = self.present[i[changed]]
+        return out
+
+    def updated(self, codes: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The changed pairs after setting `codes` (sorted, unique) to `present`."""
+        keep = ~_lookup(codes, self.codes)[0]
+        all_codes = np.concatenate([self.codes[keep], codes])
+        order = np.argsort(all_codes, kind="stable")
+        return all_codes[order], np.concatenate([self.present[keep], present])[order]
+
+
+def _apply_updates(root: str, workers: int, undirected: bool, tokens: np.ndarray, k: int, b: int, compact: bool):
+    """Stage 2, at each pair's home: set semantics, in order; the relation's net changes."""
+    def apply(iterator):
+        p = exchange.current_partition()
+        parts = [arrays for _, _, arrays in exchange.received(iterator, p)]
+        s, d, diff, seq = (np.concatenate([a[i] for a in parts]) if parts else np.zeros(0, dt)
+                           for i, dt in enumerate((np.int32, np.int32, np.int8, np.int64)))
+        codes = _code(s, d)
+        order = np.lexsort((seq, codes))
+        codes, insert = codes[order], diff[order] > 0
+        first = np.r_[True, codes[1:] != codes[:-1]] if len(codes) else np.zeros(0, np.bool_)
+        last = np.r_[first[1:], True] if len(codes) else first
+        edges = EdgeSet(root, p, k, b)
+        touched = codes[last]
+        before, after = edges.contains(touched), insert[last]
+        # Each update sees the state its predecessor on the same pair left (or the state before the batch).
+        state = np.empty(len(codes), np.bool_)
+        state[1:] = insert[:-1]
+        state[first] = before
+        counters = np.zeros(len(UPDATE_FIELDS), np.int64)
+        counters[:6] = (len(codes), len(touched), (insert & state).sum(), (~insert & ~state).sum(),
+                        (after & ~before).sum(), (~after & before).sum())
+        changed_codes, changed_present = edges.updated(touched, after)
+        if compact:  # fold every change into a new base
+            base = np.union1d(np.asarray(edges.base)[~_lookup(changed_codes, edges.base)[0]], changed_codes[changed_present])
+            _save(os.path.join(root, f"edges-{k}"), **{f"p{p}": base})
+            changed_codes, changed_present = changed_codes[:0], changed_present[:0]
+        directory = os.path.join(root, f"changed-{k}")
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".p{p}.{os.getpid()}.npz")
+        np.savez(tmp, codes=changed_codes, present=changed_present)
+        os.replace(tmp, os.path.join(directory, f"p{p}.npz"))
+        # The relation's net changes: the directed pairs themselves, or the simple graph's edges.
+        if undirected:
+            ts, td = touched >> 32, touched & LOW32
+            lo, hi = np.minimum(ts, td), np.maximum(ts, td)
+            pairs = np.unique(_code(lo, hi)[ts != td])
+            a, c = pairs >> 32, pairs & LOW32
+            fwd, rev = _code(a, c), _code(c, a)
+            was = _lookup_state(touched, before, fwd, edges) | _lookup_state(touched, before, rev, edges)
+            now = _lookup_state(touched, after, fwd, edges) | _lookup_state(touched, after, rev, edges)
+        else:
+            a, c, was, now = touched >> 32, touched & LOW32, before, after
+        delta = now.astype(np.int8) - was.astype(np.int8)
+        moved = delta != 0
+        a, c, delta = a[moved].astype(np.int32), c[moved].astype(np.int32), delta[moved]
+        counters[6:] = (delta > 0).sum(), (delta < 0).sum()
+        _save(os.path.join(root, f"seeds-{k}"), **{f"p{p}": np.stack([a, c, delta.astype(np.int32)])})
+        keys = np.concatenate([a, c])
+        values = np.concatenate([c, a])
+        kinds = np.repeat(np.array([0, 1], np.int8), len(a))
+        diffs = np.concatenate([delta, delta])
+        out_tokens, payloads = exchange.route(CHANGES, exchange.partition_of(keys, workers), [keys, values, kinds, diffs], tokens, workers)
+        out_tokens.append(int(tokens[p]))
+        payloads.append(exchange.pack(UPDATE_STATS, p, [counters]))
+        yield exchange.blobs_batch(out_tokens, payloads)
+    return apply
+
+
+def _lookup_state(touched: np.ndarray, state: np.ndarray, codes: np.ndarray, edges: EdgeSet) -> np.ndarray:
+    """Presence of `codes`: their state in this batch if touched, else as before the batch."""
+    found, i = _lookup(touched, codes)
+    out = edges.contains(codes)
+    out[found] = state[i[found]]
+    return out
+
+
+def _apply_changes(root: str, k: int, b: int, compact: bool):
+    """Stage 3, at each key's owner: overlay k (after folding overlay k - 1 into base k if asked)."""
+    def apply(iterator):
+        p = exchange.current_partition()
+        parts, side = [], []
+        for kind, _, arrays in exchange.received(iterator, p):
+            (parts if kind == CHANGES else side).append(arrays)
+        keys, values, kinds, diffs = (np.concatenate([a[i] for a in parts]) if parts else np.zeros(0, dt)
+                                      for i, dt in enumerate((np.int32, np.int32, np.int8, np.int8)))
+        base = _load_lists(os.path.join(base_dir(root, b), f"p{p}"))
+        previous = _overlay(root, k - 1, p)
+        if compact:
+            all_keys = np.union1d(base[0], previous[0]).astype(np.int32)
+            lists = [_merged(all_keys, base[0], base[1][row], base[2 + row], previous[0], previous[1][row],
+                             previous[2 + row], previous[4 + row]) for row in (0, 1)]
+            offsets = np.stack([_offsets(counts) for counts, _ in lists])
+            base = (all_keys, offsets, lists[0][1], lists[1][1])
+            _save(os.path.join(base_dir(root, k), f"p{p}"), keys=all_keys, offsets=offsets, forward=lists[0][1], reverse=lists[1][1])
+            previous = EMPTY_OVERLAY
+        okeys = np.union1d(previous[0], keys).astype(np.int32)
+        rows_new, rows_old, vals, signs = [], [], [], []
+        for row in (0, 1):
+            counts, before, before_sign = _gather_changes(okeys, previous[0], previous[1][row], previous[2 + row], previous[4 + row])
+            sel = kinds == row
+            slot = np.concatenate([np.repeat(np.arange(len(okeys), dtype=np.int64), counts),
+                                   np.searchsorted(okeys, keys[sel]).astype(np.int64)])
+            codes = (slot << 32) | np.concatenate([before, values[sel]]).astype(np.int64)
+            net_codes, where = np.unique(codes, return_inverse=True)
+            net = np.bincount(where, weights=np.concatenate([before_sign, diffs[sel]]), minlength=len(net_codes)).astype(np.int8)
+            if (np.abs(net) > 1).any():
+                raise RuntimeError(f"batch {k}: inconsistent changes at worker {p}")
+            kept = net != 0
+            after = (net_codes[kept] & LOW32).astype(np.int32)
+            rows_new.append(_offsets(np.bincount((net_codes[kept] >> 32).astype(np.int64), minlength=len(okeys))))
+            rows_old.append(_offsets(counts) + len(after))
+            vals.append(np.concatenate([after, before]))
+            signs.append(np.concatenate([net[kept], before_sign]))
+        _save(os.path.join(root, f"overlay-{k}", f"p{p}"), keys=okeys, offsets=np.stack(rows_new + rows_old),
+              forward=vals[0], reverse=vals[1], fsign=signs[0], rsign=signs[1])
+        sizes = np.array([len(base[0]), len(base[2]) + len(base[3]), len(okeys),
+                          int(rows_new[0][-1] + rows_new[1][-1]), int(compact)], np.int64)
+        payloads = [exchange.pack(INDEX_STATS, p, [sizes])] + [exchange.pack(UPDATE_STATS, p, [a[0]]) for a in side]
+        yield exchange.blobs_batch([-1] * len(payloads), payloads)
+    return apply
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
+
+@njit(cache=True)
+def _gather_changes(keys, okeys, off, vals, sign):
+    """(counts, values, signs) of each of `keys`' changes in one overlay row (none if absent)."""
+    n = len(keys)
+    at = np.full(n, -1, np.int64)
+    counts = np.zeros(n, np.int64)
+    for i in range(n):
+        s = lower_bound(okeys, 0, len(okeys), keys[i])
+        if s < len(okeys) and okeys[s] == keys[i]:
+            at[i], counts[i] = s, off[s + 1] - off[s]
+    out = np.empty(counts.sum(), np.int32)
+    out_sign = np.empty(counts.sum(), np.int8)
+    w = 0
+    for i in range(n):
+        if at[i] >= 0:
+            for t in range(off[at[i]], off[at[i] + 1]):
+                out[w], out_sign[w] = vals[t], sign[t]
+                w += 1
+    return counts, out, out_sign
+
+
+@njit(cache=True)
+def _merged(keys, bkeys, boff, bvals, okeys, ooff, ovals, osign):
+    """(counts, values): each key's base list with its changes applied (a compaction)."""
+    n = len(keys)
+    counts = np.zeros(n, np.int64)
+    total = 0
+    for i in range(n):
+        s = lower_bound(bkeys, 0, len(bkeys), keys[i])
+        if s < len(bkeys) and bkeys[s] == keys[i]:
+            total += boff[s + 1] - boff[s]
+        s = lower_bound(okeys, 0, len(okeys), keys[i])
+        if s < len(okeys) and okeys[s] == keys[i]:
+            total += ooff[s + 1] - ooff[s]
+    out = np.empty(total, np.int32)
+    w = 0
+    for i in range(n):
+        a = be = 0
+        s = lower_bound(bkeys, 0, len(bkeys), keys[i])
+        if s < len(bkeys) and bkeys[s] == keys[i]:
+            a, be = boff[s], boff[s + 1]
+        c = ce = 0
+        s = lower_bound(okeys, 0, len(okeys), keys[i])
+        if s < len(okeys) and okeys[s] == keys[i]:
+            c, ce = ooff[s], ooff[s + 1]
+        start = w
+        while a < be or c < ce:
+            if c < ce and (a >= be or ovals[c] <= bvals[a]):
+                if osign[c] < 0:
+                    if a < be and bvals[a] == ovals[c]:
+                        a += 1
+                else:
+                    out[w] = ovals[c]
+                    w += 1
+                c += 1
+            else:
+                out[w] = bvals[a]
+                w += 1
+                a += 1
+        counts[i] = w - start
+    return counts, out[:w]

@@ -1,0 +1,163 @@
+"""Delta-BiGJoin after every batch against a DuckDB recount of a plain Python model of the graph (a
+set of directed edges updated one change at a time): awkward batches written out by hand, then
+hypothesis-generated insert/delete sequences, in both semantics and at several worker counts."""
+import json
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness import cli
+from harness.oracles import duckdb_sql
+from harness.query import BUILTINS, make_join_spec, parse_pattern_string
+from harness.updates import UpdateStream
+from implementations import RunContext
+from implementations.delta_bigjoin import DeltaBiGJoin
+from tests.strategies import connected_patterns
+
+
+def oracle(edges: set, spec, matches: bool = False):
+    """DuckDB's count (or matches) of `spec` on the graph whose directed edge set is `edges`."""
+    con = duckdb.connect()
+    con.execute("CREATE TABLE d (src BIGINT, dst BIGINT)")
+    if edges:
+        con.executemany("INSERT INTO d VALUES (?, ?)", sorted(edges))
+    if spec.semantics == "undirected":
+        con.execute("CREATE VIEW g AS SELECT DISTINCT least(src, dst) AS src, greatest(src, dst) AS dst FROM d WHERE src <> dst")
+    else:
+        con.execute("CREATE VIEW g AS SELECT * FROM d")
+    if matches:
+        return {spec.instance_key(tuple(r)) for r in con.execute(duckdb_sql(spec, "g", select="matches")).fetchall()}
+    return con.execute(duckdb_sql(spec, "g")).fetchone()[0]
+
+
+def maintain(spark, initial, batches, spec, workers: int = 2, changes: int = 0):
+    """Run the stream; check the count after every batch. Returns the per-batch outcomes."""
+    initial = sorted(set(initial))
+    rows = [(s, d, diff, b, seq) for b, ops in enumerate(batches) for seq, (s, d, diff) in enumerate(ops)]
+    stream = UpdateStream("test", spark.createDataFrame(initial, "src bigint, dst bigint"),
+                          spark.createDataFrame(rows, "src bigint, dst bigint, diff int, batch int, seq long"),
+                          list(range(len(batches))))
+    impl = DeltaBiGJoin(RunContext(spark, None, spec, workers, {"changes": changes}, stream=stream))
+    impl.prepare()
+    count = impl.count().count
+    model = set(initial)
+    assert count == oracle(model, spec), "initial count"
+    outcomes = []
+    for b, ops in enumerate(batches):
+        out = impl.apply_updates(stream.batch(b))
+        before = set(model)
+        for s, d, diff in ops:  # the graph after a batch: its changes applied one by one to a set
+            (model.add if diff > 0 else model.discard)((s, d))
+        count += out.delta
+        want = oracle(model, spec)
+        assert count == want, f"batch {b} {ops}: running count {count} (delta {out.delta}), oracle {want}"
+        if changes:
+            added, removed = oracle(model, spec, True) - oracle(before, spec, True), oracle(before, spec, True) - oracle(model, spec, True)
+            got = {(spec.instance_key(m), d) for m, d in out.changes}
+            assert got == {(k, 1) for k in added} | {(k, -1) for k in removed}, f"batch {b}: changed matches"
+        outcomes.append(out)
+    return outcomes
+
+
+# Initial graph: K4 on 0..3 (0-1 and 2-3 stored both ways) plus 4 adjacent to 0 and 1.
+K4_PLUS = [(0, 1), (1, 0), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3), (3, 2), (4, 0), (1, 4)]
+AWKWARD = [
+    # three edges of a new triangle 5-6-7 at once (counted once); a duplicate insert; a delete of an absent edge
+    [(5, 6, 1), (6, 7, 1), (7, 5, 1), (5, 9, 1), (5, 9, 1), (8, 9, -1)],
+    # an edge inserted and deleted in the same batch; an existing edge deleted and inserted again
+    [(6, 8, 1), (5, 8, 1), (5, 8, -1), (1, 2, -1), (1, 2, 1)],
+    # one direction of 2-3 goes while the other stays; two edges of triangle 0-1-4 go at once
+    [(2, 3, -1), (4, 0, -1), (1, 4, -1)],
+    # the other direction of 2-3 goes; 2-3 comes back the other way round; 0-1 loses one direction
+    [(3, 2, -1), (0, 1, -1), (3, 2, 1), (3, 2, -1), (2, 3, 1)],
+]
+
+
+@pytest.mark.parametrize("semantics", ["undirected", "directed"])
+def test_awkward_batches_with_changed_matches(spark, semantics):
+    spec = make_join_spec(BUILTINS["triangle"], semantics)
+    outcomes = maintain(spark, K4_PLUS, AWKWARD, spec, workers=2, changes=100)
+    if semantics == "undirected":
+        # triangle 5-6-7 from three updates of one batch, counted once; 5-8 came and went, 1-2 went and
+        # came back; two edges of 0-1-4 went at once; 2-3 and 0-1 kept one direction throughout
+        assert [o.delta for o in outcomes] == [1, 0, -1, 0]
+        assert outcomes[0].counters["inserts_ignored"] == 1 and outcomes[0].counters["deletes_ignored"] == 1
+
+
+@pytest.mark.parametrize("query", ["clique4", "diamond"])
+def test_results_do_not_depend_on_the_number_of_workers(spark, query):
+    spec = make_join_spec(BUILTINS[query], "undirected")
+    deltas = {w: [o.delta for o in maintain(spark, K4_PLUS, AWKWARD, spec, workers=w)] for w in (1, 3)}
+    assert deltas[1] == deltas[3]
+
+
+@st.composite
+def update_batches(draw, vertices: int, initial: list):
+    """Batches that mix random changes with the awkward cases: pairs of the graph (so deletes hit),
+    their reverses (one direction of an undirected edge), repeats and cancelling pairs."""
+    ids = st.integers(0, vertices - 1)
+    known = initial + [(d, s) for s, d in initial]
+    pair = st.one_of(st.tuples(ids, ids), st.sampled_from(known)) if known else st.tuples(ids, ids)
+    batches = []
+    for _ in range(draw(st.integers(1, 3))):
+        ops = [(s, d, draw(st.sampled_from([1, -1]))) for s, d in draw(st.lists(pair, max_size=12))]
+        if ops and draw(st.booleans()):  # repeat some changes later in the batch, possibly reversed
+            for s, d, diff in draw(st.lists(st.sampled_from(ops), max_size=4)):
+                ops.append((s, d, diff if draw(st.booleans()) else -diff))
+        batches.append(ops)
+    return batches
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_update_sequences(spark, data):
+    semantics = data.draw(st.sampled_from(["undirected", "directed"]), label="semantics")
+    vertices = data.draw(st.integers(2, 9), label="vertices")
+    initial = data.draw(st.lists(st.tuples(st.integers(0, vertices - 1), st.integers(0, vertices - 1)), max_size=20), label="initial")
+    batches = data.draw(update_batches(vertices, sorted(set(initial))), label="batches")
+    query = data.draw(connected_patterns(2, 4, directed=semantics == "directed"), label="pattern")
+    workers = data.draw(st.integers(1, 3), label="workers")
+    maintain(spark, initial, batches, make_join_spec(query, semantics), workers)
+
+
+def test_run_with_an_update_file_records_every_batch(spark, tmp_path):
+    graph = tmp_path / "g.txt"
+    graph.write_text("".join(f"{s} {d}\n" for s, d in K4_PLUS))
+    stream = tmp_path / "u.txt"
+    stream.write_text("# src dst diff batch\n" + "".join(f"{s} {d} {diff:+d} {b}\n" for b, ops in enumerate(AWKWARD) for s, d, diff in ops))
+    out = tmp_path / "r.json"
+    code = cli.main(["run", "--query", "triangle", "--dataset", str(graph), "--impl", "delta-bigjoin",
+                     "--updates", str(stream), "--json", str(out)])
+    record = json.loads(out.read_text())
+    assert code == 0 and record["status"] == "OK" and record["verified"], record.get("error")
+    assert [b["batch"] for b in record["batches"]] == [0, 1, 2, 3]
+    for b in record["batches"]:
+        assert {"batch", "delta_count", "count", "oracle_count", "seconds"} <= set(b) and b["agrees"]
+        assert b["oracle"] == "networkx" and b["updates_per_s"] > 0
+    assert record["count"] == record["batches"][-1]["oracle_count"]
+    assert record["oracle"]["states_checked"] == 5
+    # A bad line: exit 2 and a DAT record whose one-line error names file and line, no batches.
+    stream.write_text("1 2 +1 0\n1 2 +2 0\n")
+    bad = tmp_path / "bad.json"
+    code = cli.main(["run", "--query", "triangle", "--dataset", str(graph), "--impl", "delta-bigjoin",
+                     "--updates", str(stream), "--json", str(bad)])
+    record = json.loads(bad.read_text())
+    assert code == 2 and record["status"] == "DAT" and "batches" not in record
+    assert record["error"].endswith("u.txt:2: bad field '+2' (expected [+-]?1): '1 2 +2 0'")
+
+
+def test_updates_need_a_dynamic_implementation(spark, tmp_path):
+    graph = tmp_path / "g.txt"
+    graph.write_text("1 2\n")
+    code = cli.main(["run", "--query", "triangle", "--dataset", str(graph), "--impl", "bigjoin",
+                     "--updates", "holdback=0.5,batch=1,batches=1", "--json", str(tmp_path / "r.json")])
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert code == 2 and record["status"] == "DAT" and "does not maintain counts under updates" in record["error"]
+
+
+def test_self_loop_queries_are_refused(spark):
+    spec = make_join_spec(parse_pattern_string("a-a,a-b", "looped"), "directed")
+    with pytest.raises(Exception, match="self-loop query edges"):
+        DeltaBiGJoin(RunContext(spark, None, spec, 2, {}, stream=None)).prepare()
