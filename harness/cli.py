@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from . import plots
 from .errors import DataError, HarnessError
 from .results import RESULTS_DIR, new_run_id, write_json_atomic
-from .tables import balance_table, fmt_int, logical_table, results_table, shares_table, summary_lines
+from .tables import balance_table, delta_table, fmt_int, logical_table, results_table, shares_table, summary_lines
 
 _WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", 200))
 console = Console(stderr=False, highlight=False, width=_WIDTH)
@@ -103,13 +103,15 @@ def cmd_bench(args) -> int:
             progress.advance(task)
     console.print(results_table(records, f"{wl.name} ({wl.tier} tier)"))
     for extra in (logical_table(records, "logical counters (MPC model)"), shares_table(records, "Shares grid"),
-                  balance_table(records, "per-worker balance (BiGJoin family)")):
+                  balance_table(records, "per-worker balance (BiGJoin family)"),
+                  delta_table(records, "delta throughput by batch size (Figure 6)")):
         if extra is not None:
             console.print(extra)
     for line in summary_lines(records):
         console.print(line)
     for plot in (plots.shares_w_sweep(records, out_dir / "shares-w-sweep.png"),
-                 plots.skew_crossover(records, out_dir / "skew-crossover.png")):
+                 plots.skew_crossover(records, out_dir / "skew-crossover.png"),
+                 plots.delta_throughput(records, out_dir / "delta-throughput.png")):
         if plot is not None:
             console.print(f"plot: {plot}")
     _report_failures(records)

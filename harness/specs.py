@@ -25,6 +25,8 @@ def parse(cls, source: str | dict, what: str, noun: str = "parameter"):
                 values[key] = raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
             elif typ in ("int", int):
                 values[key] = int(raw)
+            elif typ in ("str", str):
+                values[key] = "/".join(str(x) for x in raw) if isinstance(raw, list) else str(raw)
             else:
                 values[key] = float(raw)
         except (TypeError, ValueError):

@@ -2,6 +2,8 @@
 Shares' grid, and one-line summaries (index sharing, time and communication side by side)."""
 from __future__ import annotations
 
+import statistics
+
 from rich.table import Table
 
 
@@ -168,6 +170,44 @@ def balance_table(records: list[dict], title: str) -> Table | None:
                       f"{lg['index'].get('entries_max_over_mean') or 0:.2f}", fmt_int(lg["tuples_exchanged"]),
                       _fmt_bytes(sum(x["bytes"] for x in m.get("per_round", []) if x.get("phase") == "query")),
                       f"{(m.get('index_s') or 0) + (m.get('query_s') or 0):.2f}")
+    return table
+
+
+def delta_rows(records: list[dict]) -> list[dict]:
+    """Per (dataset, query, semantics, batch size): the batches of dynamic runs, summarised."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        for b in r.get("batches") or []:
+            key = (str(r["dataset"].get("name")), str(r["query"].get("name")), r["semantics"], b["updates"])
+            groups.setdefault(key, []).append(b)
+    rows = []
+    for (dataset, query, semantics, size), bs in sorted(groups.items()):
+        secs = sorted(b["seconds"] for b in bs)
+        ratios = sorted(b["recompute_over_update"] for b in bs if b.get("recompute_over_update"))
+        rows.append({"dataset": dataset, "query": query, "semantics": semantics, "batch": size, "batches": len(bs),
+                     "median_s": statistics.median(secs), "updates_per_s": size * len(bs) / sum(secs),
+                     "changes_per_s": sum(b["output_changes"] for b in bs) / sum(secs),
+                     "output_changes": sum(b["output_changes"] for b in bs) / len(bs),
+                     "recompute_s": statistics.median([b["recompute_s"] for b in bs]) if ratios else None,
+                     "recompute_ratio": statistics.median(ratios) if ratios else None,
+                     "agree": sum(1 for b in bs if b["agrees"]), "checked": sum(1 for b in bs if b["agrees"] is not None)})
+    return rows
+
+
+def delta_table(records: list[dict], title: str) -> Table | None:
+    """Delta throughput by batch size (the paper's Figure 6), beside the recompute it saves."""
+    rows = delta_rows(records)
+    if not rows:
+        return None
+    table = Table(title=title)
+    for col in ("dataset", "query", "sem", "batch", "batches", "median s", "updates/s", "output changes/s",
+                "changes / batch", "recompute s", "recompute / update", "recounts agree"):
+        table.add_column(col, justify="left" if col in ("dataset", "query", "sem") else "right")
+    for x in rows:
+        table.add_row(x["dataset"], x["query"], x["semantics"][:3], fmt_int(x["batch"]), str(x["batches"]),
+                      f"{x['median_s']:.2f}", f"{x['updates_per_s']:,.0f}", f"{x['changes_per_s']:,.0f}",
+                      f"{x['output_changes']:,.0f}", f"{x['recompute_s']:.1f}" if x["recompute_s"] else "-",
+                      f"{x['recompute_ratio']:.1f}x" if x["recompute_ratio"] else "-", f"{x['agree']} / {x['batches']}")
     return table
 
 

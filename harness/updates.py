@@ -17,27 +17,35 @@ from .generators import uniform
 @dataclass(frozen=True)
 class StreamSpec:
     """`holdback` of the edges is left out of the initial graph and inserted later, `batch`
-    updates at a time for `batches` batches; `deletes` of each batch delete edges that exist."""
+    updates at a time for `batches` batches (or batches of `sizes`, e.g. 1000/10000/100000);
+    `deletes` of each batch delete edges that exist."""
 
     holdback: float = 0.1
     batch: int = 1000
     batches: int = 10
     deletes: float = 0.0
     seed: int = 1
+    sizes: str = ""
 
     def validate(self) -> None:
         if not 0 <= self.holdback < 1 or not 0 <= self.deletes <= 1:
             raise DataError(f"updates: need 0 <= holdback < 1 and 0 <= deletes <= 1, got {self}")
         if self.batch < 1 or self.batches < 1:
             raise DataError(f"updates: 'batch' and 'batches' must be at least 1, got {self}")
+        if self.sizes and not all(part.isdigit() and int(part) >= 1 for part in self.sizes.split("/")):
+            raise DataError(f"updates: 'sizes' must be positive integers separated by '/', got {self.sizes!r}")
 
     @property
-    def deletes_per_batch(self) -> int:
-        return round(self.batch * self.deletes)
+    def batch_sizes(self) -> list[int]:
+        return [int(x) for x in self.sizes.split("/")] if self.sizes else [self.batch] * self.batches
 
     @property
-    def inserts_per_batch(self) -> int:
-        return self.batch - self.deletes_per_batch
+    def deletes_per_batch(self) -> list[int]:
+        return [round(size * self.deletes) for size in self.batch_sizes]
+
+    @property
+    def inserts_per_batch(self) -> list[int]:
+        return [size - d for size, d in zip(self.batch_sizes, self.deletes_per_batch)]
 
 
 def parse_spec(text: str | dict) -> StreamSpec:
@@ -55,18 +63,27 @@ def make_stream(edges: DataFrame, spec: StreamSpec) -> tuple[DataFrame, DataFram
     initial = ranked.filter(F.col("u") >= spec.holdback)
     by_order = Window.orderBy("v", "src", "dst")
     inserts = (held.withColumn("rank", F.row_number().over(by_order) - 1)
-               .filter(F.col("rank") < spec.inserts_per_batch * spec.batches)
-               .select("src", "dst", F.lit(1).alias("diff"), F.floor(F.col("rank") / spec.inserts_per_batch).cast("int").alias("batch"),
+               .filter(F.col("rank") < sum(spec.inserts_per_batch))
+               .select("src", "dst", F.lit(1).alias("diff"), _batch_of("rank", spec.inserts_per_batch),
                        F.col("rank").cast("long").alias("seq")))
     parts = [inserts]
-    if spec.deletes_per_batch:
+    if sum(spec.deletes_per_batch):
         deletes = (initial.withColumn("rank", F.row_number().over(by_order) - 1)
-                   .filter(F.col("rank") < spec.deletes_per_batch * spec.batches)
-                   .select("src", "dst", F.lit(-1).alias("diff"), F.floor(F.col("rank") / spec.deletes_per_batch).cast("int").alias("batch"),
+                   .filter(F.col("rank") < sum(spec.deletes_per_batch))
+                   .select("src", "dst", F.lit(-1).alias("diff"), _batch_of("rank", spec.deletes_per_batch),
                            (F.col("rank") + F.lit(1 << 40)).cast("long").alias("seq")))
         parts.append(deletes)
     updates = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     return initial.select("src", "dst"), updates
+
+
+def _batch_of(rank: str, counts: list[int]):
+    """The batch of the rank-th insert (or delete) when batch i takes counts[i] of them."""
+    out, end = None, 0
+    for i, n in enumerate(counts):
+        end += n
+        out = (F.when(F.col(rank) < end, i) if out is None else out.when(F.col(rank) < end, i))
+    return out.otherwise(len(counts)).cast("int").alias("batch")
 
 
 def read_stream(spark: SparkSession, path: Path) -> DataFrame:

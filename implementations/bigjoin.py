@@ -111,20 +111,21 @@ class BiGJoin(Implementation):
         if self.plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
             ranks = np.load(index.root / "loops.npy") if self.plan.loop[0] else np.arange(index.vertices)
             return len(ranks), Counters(1).report(index, self.budget, self.index_reused), ranks[:match_limit].reshape(-1, 1)
-        count, counters, found = self.extend([Extension(self.plan)], match_limit)
+        count, counters, found, _ = self.extend([Extension(self.plan)], match_limit)
         return count, counters.report(index, self.budget, self.index_reused), found[0]
 
-    def extend(self, extensions: list["Extension"], match_limit: int) -> tuple[int, "Counters", list[np.ndarray]]:
+    def extend(self, extensions: list["Extension"], match_limit: int, head: tuple | None = None):
         """Run Generic Join extensions to completion, batch by batch: one Spark job per batch, in which
-        every extension with work at the chosen level takes part. Returns the signed sum of their
-        counts, the counters and each extension's sample of matches."""
+        every extension with work at the chosen level takes part. `head` (DataFrame, prelude) feeds the
+        first job's start tasks (see GroupJob). Returns the signed sum of their counts, the counters,
+        each extension's sample of matches and the first job's reports."""
         ctx, m = self.ctx, self.plan.m
         run_dir = str(self.index.root / f"run-{uuid.uuid4().hex[:8]}")
         tokens = exchange.routing_tokens(ctx.spark, ctx.workers)
         batches = [self.batches_class(m, ctx.workers, self.budget) for _ in extensions]
         counters = Counters(m)
         found: list[list[np.ndarray]] = [[] for _ in extensions]
-        signed, job_id, first = 0, 0, True
+        signed, job_id, first, reports = 0, 0, True, []
         level = extensions[0].first_level
         try:
             while level is not None:
@@ -134,8 +135,13 @@ class BiGJoin(Implementation):
                                        group=g, **self.job_args(), **ext.job_args)
                         for g, (ext, b) in enumerate(zip(extensions, batches))
                         if first or max(b.remaining(level), default=0) > 0]
-                job = jobs[0] if len(jobs) == 1 else GroupJob(jobs)
-                result = run_job(ctx.spark, job)
+                if first and head is not None:
+                    job = GroupJob(jobs, head[1])
+                    result = run_job(ctx.spark, job, head[0])
+                    reports = result.reports
+                else:
+                    job = jobs[0] if len(jobs) == 1 else GroupJob(jobs)
+                    result = run_job(ctx.spark, job)
                 counters.add(job, result, sum(b.queued_prefixes() for b in batches))
                 for sub in jobs:
                     g, b = sub.group, batches[sub.group]
@@ -152,7 +158,7 @@ class BiGJoin(Implementation):
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         samples = [np.concatenate(f)[:match_limit] if f else np.zeros((0, m), np.int32) for f in found]
-        return signed, counters, samples
+        return signed, counters, samples, reports
 
 
 @dataclass

@@ -16,7 +16,6 @@ edges in `self_check_batches` batches, so the count it returns is built entirely
 from __future__ import annotations
 
 import os
-import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -55,18 +54,20 @@ class DeltaJob(ExtensionJob):
     def exchanges(self) -> int:
         if not self.seeded:
             return super().exchanges
-        plan = self.plan
-        hops = 1 if plan.rel_count[1] else 0  # to the owner of the first attribute, which keys them all
-        return hops + (int(plan.rel_count[2]) + 1 if plan.m > 2 else 0)
+        plan = self.plan  # seeds start at the owner of their first attribute, which keys every relation binding the second
+        if plan.m == 2:
+            return 0
+        return len({int(plan.rel_pos[2, r]) for r in range(plan.rel_count[2])} - {0}) + 1
 
     def start(self, p: int, final: bool):
         if not self.seeded:
             return super().start(p, final)
         stage = Stage(self, 0, p)
-        a, c, diff = np.load(os.path.join(self.seeds, f"p{p}.npy"))
-        x, y = a[diff == self.sign], c[diff == self.sign]
-        if self.undirected:  # the relation is symmetric: each change binds the atom both ways round
-            x, y = np.concatenate([x, y]), np.concatenate([y, x])
+        key, value, diff, kind = np.load(os.path.join(self.seeds, f"p{p}.npy"))
+        # Undirected, the relation is symmetric and each change binds the atom both ways round (as its
+        # forward and its reverse entry); directed, the atom reads the forward entries.
+        chosen = (diff == self.sign) & ((kind == 0) | self.undirected)
+        x, y = key[chosen], value[chosen]
         plan, keep = self.plan, np.ones(len(x), np.bool_)
         if plan.above[1, 0]:
             keep &= y > x
@@ -135,27 +136,25 @@ class DeltaBiGJoin(BiGJoin):
         return Outcome(total, counters)
 
     def apply_updates(self, batch) -> BatchOutcome:
+        """One Spark job updates the index and starts every delta query (both signs, whichever the
+        batch turns out to need); later jobs finish the extensions."""
         ctx, index = self.ctx, self.index
         compact = index.version > 0 and index.overlay_share() > self.compact_ratio
-        started = time.perf_counter()
-        counts = versioned_index.apply_batch(ctx.spark, index, batch, compact).sum(axis=0)
-        index_update_s = time.perf_counter() - started
-        applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in counts)))
+        update = versioned_index.begin_batch(ctx.spark, index, batch, compact)
         self._sample = None  # matches() must look at the current graph
         seeds = versioned_index.seeds_dir(index.root, index.version)
-        queries = [(atom, sign) for atom in range(len(self.delta_plans))
-                   for sign, n in ((1, applied["relation_inserted"]), (-1, applied["relation_deleted"])) if n]
+        queries = [(atom, sign) for atom in range(len(self.delta_plans)) for sign in (1, -1)]
         extensions = [Extension(self.delta_plans[atom], first_level=1, sign=sign, job_args={"seeds": seeds, "sign": sign})
                       for atom, sign in queries]
         limit = self.change_limit + 1 if self.change_limit else 0
-        delta, counters, found = self.extend(extensions, limit) if extensions else (0, None, [])
-        report = counters.report(index, self.budget, False) if counters else {"index": index.describe()}
+        delta, counters, found, reports = self.extend(extensions, limit, head=(update.head, update.owner_stage))
+        applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in update.finish(reports).sum(axis=0))))
+        report = counters.report(index, self.budget, False)
         changes, truncated = None, False
         if self.change_limit:
             changes, truncated = self._net_changes(queries, found)
-        report.update(applied, compacted=compact, delta_queries=len(queries), index_update_s=round(index_update_s, 4),
-                      delta_queries_s=round(time.perf_counter() - started - index_update_s, 4))
-        return BatchOutcome(delta, counters.count if counters else 0, report, changes, truncated)
+        report.update(applied, compacted=compact, delta_queries=len(queries))
+        return BatchOutcome(delta, counters.count, report, changes, truncated)
 
     def _net_changes(self, queries: list[tuple[int, int]], found: list[np.ndarray]) -> tuple[list, bool]:
         """Changed matches (in query attribute order, original ids) with their net sign: a match can

@@ -118,8 +118,11 @@ class ExtensionJob:
 @dataclass
 class GroupJob:
     """Several extensions at the same level (each an ExtensionJob with its own group and plan),
-    multiplexed into one Spark job: every stage runs each group's stage on the blobs of that group."""
+    multiplexed into one Spark job: every stage runs each group's stage on the blobs of that group.
+    With a `prelude`, the start tasks first run it on their input (the end of another pipeline, see
+    run_job's `head`); the blobs it returns travel with the data to the driver (JobResult.reports)."""
     jobs: list[ExtensionJob]
+    prelude: object = None  # (input iterator, worker) -> blobs
 
     @property
     def level(self) -> int:
@@ -142,22 +145,36 @@ class GroupJob:
 
     def start_task(self, final: bool):
         def start(iterator):
-            for _ in iterator:
-                pass
             p = exchange.current_partition()
+            if self.prelude is not None:
+                reports = self.prelude(iterator, p)
+            else:
+                reports = []
+                for _ in iterator:
+                    pass
             for job in self.jobs:
                 yield from job.start(p, final)
+            yield from self._carry(reports, p, final)
         return start
 
     def stage_task(self, number: int, final: bool):
         def run_stage(iterator):
             p = exchange.current_partition()
             by_group: dict[int, list] = {}
-            for blob in exchange.received(iterator, p):
-                by_group.setdefault(blob[1][2], []).append(blob)  # meta ends with the group
+            reports = []
+            for kind, meta, arrays in exchange.received(iterator, p):
+                if kind in ITEM_KINDS or kind in (STATS, MATCHES):
+                    by_group.setdefault(meta[2], []).append((kind, meta, arrays))  # meta ends with the group
+                else:
+                    reports.append(exchange.pack(kind, p, arrays, meta))
             for job in self.jobs:
                 yield from job.stage(number, p, by_group.get(job.group, []), final)
+            yield from self._carry(reports, p, final)
         return run_stage
+
+    def _carry(self, reports: list[bytes], p: int, final: bool):
+        if reports:
+            yield exchange.blobs_batch([-1 if final else int(self.jobs[0].tokens[p])] * len(reports), reports)
 
 
 class _Items:
@@ -428,6 +445,7 @@ class JobResult:
     stats: np.ndarray  # one row per (stage, worker), columns FIELDS
     new_chunks: dict[int, dict[int, list[Chunk]]] = field(default_factory=dict)  # group -> worker -> chunks queued for level + 1
     matches: dict[int, np.ndarray] = field(default_factory=dict)  # group -> sampled matches
+    reports: list[tuple[int, int, np.ndarray]] = field(default_factory=list)  # a prelude's (kind, worker, values)
 
     def chunks(self, group: int = 0) -> dict[int, list[Chunk]]:
         return self.new_chunks.get(group, {})
@@ -451,22 +469,26 @@ class JobResult:
         return self.per_worker(name).sum(axis=1)
 
 
-def run_job(spark, job: ExtensionJob) -> JobResult:
-    """Run one batch as one Spark job: a start stage then `job.exchanges` shuffled stages."""
+def run_job(spark, job: ExtensionJob, head=None) -> JobResult:
+    """Run one batch as one Spark job: a start stage then `job.exchanges` shuffled stages. The start
+    tasks read `head` (a DataFrame partitioned by worker) if given, else nothing."""
     hops = job.exchanges
-    df = spark.range(0, job.workers, 1, job.workers).mapInArrow(job.start_task(hops == 0), exchange.SCHEMA)
+    source = head if head is not None else spark.range(0, job.workers, 1, job.workers)
+    df = source.mapInArrow(job.start_task(hops == 0), exchange.SCHEMA)
     for number in range(1, hops + 1):
         df = df.repartition(job.workers, "token").mapInArrow(job.stage_task(number, number == hops), exchange.SCHEMA)
-    stats, matches = [], {}
+    stats, matches, reports = [], {}, []
     for row in df.collect():
-        kind, _, meta, arrays = exchange.unpack(bytes(row.payload))
+        kind, dest, meta, arrays = exchange.unpack(bytes(row.payload))
         if kind == STATS:
             stats.append(arrays[0].reshape(meta[:2]))
-        else:
+        elif kind == MATCHES:
             matches.setdefault(meta[2], []).append(arrays[0].reshape(meta[:2]))
+        else:
+            reports.append((kind, dest, arrays[0].copy()))
     job.cleanup()
     stats = np.concatenate(stats) if stats else np.zeros((0, len(FIELDS)), np.int64)
-    result = JobResult(stats, matches={g: np.concatenate(m) for g, m in matches.items()})
+    result = JobResult(stats, matches={g: np.concatenate(m) for g, m in matches.items()}, reports=reports)
     for rec in stats:
         if rec[F["queued_rows"]]:
             p, stage, group = int(rec[F["worker"]]), int(rec[F["stage"]]), int(rec[F["group"]])

@@ -7,13 +7,14 @@ Under the index root, worker p keeps (b: the last compaction, k: the last batch 
                      (+1 added, -1 removed): offsets rows 0, 1 up to batch k, rows 2, 3 before it
   edges-{b}/p{p}.npy, changed-{k}/p{p}.npz  the directed edge set homed at p, as sorted rank codes
                      (src << 32 | dst): a compacted base plus the pairs changed since, with presence
-  seeds-{k}/p{p}.npy batch k's net changes of the relation, keyed at p (rows: key, value, diff)
+  seeds-{k}/p{p}.npy batch k's net changes of the relation keyed at p (rows: key, value, diff, kind)
 A pair's home is its forward key: src (directed) or the lower rank (undirected, where the relation is
-the simple graph of the directed set). One Spark job of three stages applies a batch:
+the simple graph of the directed set). Three stages apply a batch, at the head of the Spark job that starts the batch's delta queries:
   1. every update goes to the home of its pair;
   2. the home applies its updates in order with set semantics, derives the relation's net changes
      and writes the seeds, then sends each change to the owners of its forward and reverse keys;
-  3. each owner writes overlay k, first folding overlay k - 1 into a new base if asked to compact.
+  3. each owner writes overlay k, first folding overlay k - 1 into a new base if asked to compact,
+     and the seeds of the delta queries, whose first stage then runs in the same task.
 The work of a batch is proportional to its changes and the overlay, not to the graph; compaction,
 every so often, is proportional to the partition."""
 from __future__ import annotations
@@ -166,38 +167,54 @@ def _code(s, d) -> np.ndarray:
 # ------------------------------------------------------------------ applying one batch
 
 
-def apply_batch(spark, index: VersionedIndex, updates, compact: bool) -> np.ndarray:
-    """Apply one batch of updates (a DataFrame src, dst, diff, seq) as index.version + 1; returns the
-    per-worker UPDATE_FIELDS counters. The seeds of the batch are left for the delta queries."""
+@dataclass
+class BatchUpdate:
+    """One batch's index update, run as the head of the Spark job that starts the batch's delta
+    queries: `head` is the DataFrame of relation changes on their way to their key owners, and
+    `owner_stage` (on a task's input) writes that owner's overlay and seeds and returns its reports.
+    The index's view moves to the batch at once; `finish` reads the reports and drops stale files."""
+    index: VersionedIndex
+    version: int
+    old_base: int
+    compact: bool
+    head: object
+    owner_stage: object
+
+    def finish(self, reports: list[tuple[int, int, np.ndarray]]) -> np.ndarray:
+        """Per-worker UPDATE_FIELDS counters, from the (kind, worker, counters) reports."""
+        index, root, workers = self.index, str(self.index.root), self.index.workers
+        counters = np.zeros((workers, len(UPDATE_FIELDS)), np.int64)
+        sizes = np.zeros((workers, len(INDEX_FIELDS)), np.int64)
+        for kind, p, values in reports:
+            (counters if kind == UPDATE_STATS else sizes)[p] = values
+        if len(reports) != 2 * workers:
+            raise RuntimeError(f"batch {self.version}: {len(reports)} reports from {workers} workers")
+        if self.compact:
+            old = base_dir(root, self.old_base)
+            for p in range(workers):
+                shutil.rmtree(os.path.join(old, f"p{p}"), ignore_errors=True)
+            if self.old_base:
+                shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(os.path.join(root, f"edges-{self.old_base}"), ignore_errors=True)
+            index.compactions += 1
+        for stale in (f"overlay-{self.version - 1}", f"changed-{self.version - 1}", f"seeds-{self.version - 1}"):
+            shutil.rmtree(os.path.join(root, stale), ignore_errors=True)
+        index.sizes = sizes
+        return counters
+
+
+def begin_batch(spark, index: VersionedIndex, updates, compact: bool) -> BatchUpdate:
+    """Plan batch index.version + 1 of updates (a DataFrame src, dst, diff, seq): every update goes to
+    the home of its pair, which applies them and sends the relation's net changes to their key owners."""
     root, workers, k, b = str(index.root), index.workers, index.version + 1, index.base
     tokens = exchange.routing_tokens(spark, workers)
-    rows = (updates.select("src", "dst", "diff", "seq")
+    head = (updates.select("src", "dst", "diff", "seq")
             .mapInArrow(_route_pairs(root, workers, index.undirected, tokens, OPS, with_ops=True), exchange.SCHEMA)
             .repartition(workers, "token")
             .mapInArrow(_apply_updates(root, workers, index.undirected, tokens, k, b, compact), exchange.SCHEMA)
-            .repartition(workers, "token")
-            .mapInArrow(_apply_changes(root, k, b, compact), exchange.SCHEMA)
-            .collect())
-    counters = np.zeros((workers, len(UPDATE_FIELDS)), np.int64)
-    sizes = np.zeros((workers, len(INDEX_FIELDS)), np.int64)
-    for row in rows:
-        kind, p, _, arrays = exchange.unpack(bytes(row.payload))
-        (counters if kind == UPDATE_STATS else sizes)[p] = arrays[0]
-    if len(rows) != 2 * workers:
-        raise RuntimeError(f"batch {k}: {len(rows)} reports from {workers} workers")
-    if compact:
-        old = base_dir(root, b)
-        for p in range(workers):
-            shutil.rmtree(os.path.join(old, f"p{p}"), ignore_errors=True)
-        if b:
-            shutil.rmtree(old, ignore_errors=True)
-        shutil.rmtree(os.path.join(root, f"edges-{b}"), ignore_errors=True)
-        index.base = k
-        index.compactions += 1
-    for stale in (f"overlay-{k - 1}", f"changed-{k - 1}", f"seeds-{k - 1}"):
-        shutil.rmtree(os.path.join(root, stale), ignore_errors=True)
-    index.version, index.sizes = k, sizes
-    return counters
+            .repartition(workers, "token"))
+    index.version, index.base = k, (k if compact else b)
+    return BatchUpdate(index, k, b, compact, head, _apply_changes(root, k, b, compact))
 
 
 def seeds_dir(root, k: int) -> str:
@@ -284,7 +301,6 @@ def _apply_updates(root: str, workers: int, undirected: bool, tokens: np.ndarray
         moved = delta != 0
         a, c, delta = a[moved].astype(np.int32), c[moved].astype(np.int32), delta[moved]
         counters[6:] = (delta > 0).sum(), (delta < 0).sum()
-        _save(os.path.join(root, f"seeds-{k}"), **{f"p{p}": np.stack([a, c, delta.astype(np.int32)])})
         keys = np.concatenate([a, c])
         values = np.concatenate([c, a])
         kinds = np.repeat(np.array([0, 1], np.int8), len(a))
@@ -305,9 +321,9 @@ def _lookup_state(touched: np.ndarray, state: np.ndarray, codes: np.ndarray, edg
 
 
 def _apply_changes(root: str, k: int, b: int, compact: bool):
-    """Stage 3, at each key's owner: overlay k (after folding overlay k - 1 into base k if asked)."""
-    def apply(iterator):
-        p = exchange.current_partition()
+    """Stage 3, at each key's owner: overlay k (after folding overlay k - 1 into base k if asked) and
+    the seeds; returns this worker's reports as blobs."""
+    def apply(iterator, p: int) -> list[bytes]:
         parts, side = [], []
         for kind, _, arrays in exchange.received(iterator, p):
             (parts if kind == CHANGES else side).append(arrays)
@@ -323,6 +339,8 @@ def _apply_changes(root: str, k: int, b: int, compact: bool):
             base = (all_keys, offsets, lists[0][1], lists[1][1])
             _save(os.path.join(base_dir(root, k), f"p{p}"), keys=all_keys, offsets=offsets, forward=lists[0][1], reverse=lists[1][1])
             previous = EMPTY_OVERLAY
+        # The delta queries start here: every change with its key local (key, value, diff, 0 forward | 1 reverse).
+        _save(os.path.join(root, f"seeds-{k}"), **{f"p{p}": np.stack([keys, values, diffs.astype(np.int32), kinds.astype(np.int32)])})
         okeys = np.union1d(previous[0], keys).astype(np.int32)
         rows_new, rows_old, vals, signs = [], [], [], []
         for row in (0, 1):
@@ -345,8 +363,7 @@ def _apply_changes(root: str, k: int, b: int, compact: bool):
               forward=vals[0], reverse=vals[1], fsign=signs[0], rsign=signs[1])
         sizes = np.array([len(base[0]), len(base[2]) + len(base[3]), len(okeys),
                           int(rows_new[0][-1] + rows_new[1][-1]), int(compact)], np.int64)
-        payloads = [exchange.pack(INDEX_STATS, p, [sizes])] + [exchange.pack(UPDATE_STATS, p, [a[0]]) for a in side]
-        yield exchange.blobs_batch([-1] * len(payloads), payloads)
+        return [exchange.pack(INDEX_STATS, p, [sizes])] + [exchange.pack(UPDATE_STATS, p, [a[0]]) for a in side]
     return apply
 
 
