@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 WORKLOAD ?= triangle
 TIER   ?=
+TEST_WORKERS ?= 2
 MASTER_FLAG := $(if $(SPARK_MASTER),--master $(SPARK_MASTER),)
 TIER_FLAG   := $(if $(TIER),--tier $(TIER),)
 
@@ -25,7 +26,7 @@ bench: java $(STAMP)
 	$(PY) -m harness bench $(WORKLOAD) $(TIER_FLAG) $(MASTER_FLAG)
 
 test: java $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 clean-cache:
 	rm -rf .cache
