@@ -111,21 +111,20 @@ class BiGJoin(Implementation):
         if self.plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
             ranks = np.load(index.root / "loops.npy") if self.plan.loop[0] else np.arange(index.vertices)
             return len(ranks), Counters(1).report(index, self.budget, self.index_reused), ranks[:match_limit].reshape(-1, 1)
-        count, counters, found, _ = self.extend([Extension(self.plan)], match_limit)
+        count, counters, found = self.extend([Extension(self.plan)], match_limit)
         return count, counters.report(index, self.budget, self.index_reused), found[0]
 
-    def extend(self, extensions: list["Extension"], match_limit: int, head: tuple | None = None):
+    def extend(self, extensions: list["Extension"], match_limit: int) -> tuple[int, "Counters", list[np.ndarray]]:
         """Run Generic Join extensions to completion, batch by batch: one Spark job per batch, in which
-        every extension with work at the chosen level takes part. `head` (DataFrame, prelude) feeds the
-        first job's start tasks (see GroupJob). Returns the signed sum of their counts, the counters,
-        each extension's sample of matches and the first job's reports."""
+        every extension with work at the chosen level takes part. Returns the signed sum of their
+        counts, the counters and each extension's sample of matches."""
         ctx, m = self.ctx, self.plan.m
         run_dir = str(self.index.root / f"run-{uuid.uuid4().hex[:8]}")
         tokens = exchange.routing_tokens(ctx.spark, ctx.workers)
         batches = [self.batches_class(m, ctx.workers, self.budget) for _ in extensions]
         counters = Counters(m)
         found: list[list[np.ndarray]] = [[] for _ in extensions]
-        signed, job_id, first, reports = 0, 0, True, []
+        signed, job_id, first = 0, 0, True
         level = extensions[0].first_level
         try:
             while level is not None:
@@ -135,13 +134,8 @@ class BiGJoin(Implementation):
                                        group=g, **self.job_args(), **ext.job_args)
                         for g, (ext, b) in enumerate(zip(extensions, batches))
                         if first or max(b.remaining(level), default=0) > 0]
-                if first and head is not None:
-                    job = GroupJob(jobs, head[1])
-                    result = run_job(ctx.spark, job, head[0])
-                    reports = result.reports
-                else:
-                    job = jobs[0] if len(jobs) == 1 else GroupJob(jobs)
-                    result = run_job(ctx.spark, job)
+                job = jobs[0] if len(jobs) == 1 else GroupJob(jobs)
+                result = run_job(ctx.spark, job)
                 counters.add(job, result, sum(b.queued_prefixes() for b in batches))
                 for sub in jobs:
                     g, b = sub.group, batches[sub.group]
@@ -158,7 +152,7 @@ class BiGJoin(Implementation):
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         samples = [np.concatenate(f)[:match_limit] if f else np.zeros((0, m), np.int32) for f in found]
-        return signed, counters, samples, reports
+        return signed, counters, samples
 
 
 @dataclass
@@ -197,13 +191,16 @@ class Counters:
         self.round_loads: list[list[int]] = []  # tuples received by each worker, per exchange in run order
 
     def add(self, job: ExtensionJob | GroupJob, result: JobResult, queued: int) -> None:
-        j = job.level
-        self.jobs_per_level[j] += 1
+        subs = job.jobs if isinstance(job, GroupJob) else [job]
+        for j in {sub.level for sub in subs}:
+            self.jobs_per_level[j] += 1
+        for sub in subs:  # a pipelined job runs several levels
+            part = result.of_group(sub.group) if len(subs) > 1 else result
+            if sub.level == 0:
+                self.prefixes[1] += part.total("held_prefixes")
+            else:
+                self.prefixes[sub.level + 1] += part.total("produced")
         self.rounds += job.exchanges
-        if j == 0:
-            self.prefixes[1] += result.total("held_prefixes")
-        else:
-            self.prefixes[j + 1] += result.total("produced")
         self.count += result.total("counted")
         for name in self.totals:
             self.totals[name] += result.total(name)

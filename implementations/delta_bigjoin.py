@@ -15,7 +15,10 @@ Without an update stream (ctx.stream), `count()` starts from the empty graph and
 edges in `self_check_batches` batches, so the count it returns is built entirely from delta queries."""
 from __future__ import annotations
 
+import glob
 import os
+import shutil
+import uuid
 from collections import Counter
 from dataclasses import dataclass
 
@@ -26,11 +29,11 @@ from harness import updates
 from harness.errors import DataError
 from harness.query import adjacency, make_join_spec
 
-from . import versioned_index
+from . import exchange, versioned_index
 from .base import BatchOutcome, Outcome
-from .bigjoin import MATCH_SAMPLE, BiGJoin, Extension
+from .bigjoin import MATCH_SAMPLE, BiGJoin, Counters
 from .plan import ExtensionPlan
-from .prefix_extension import Candidates, ExtensionJob, Prefixes, Stage
+from .prefix_extension import Candidates, ExtensionJob, GroupJob, Prefixes, Stage, _concat, read_queue, run_job
 
 DEFAULT_COMPACT_RATIO = 0.05  # compact when the overlays hold this share of the base's entries
 DEFAULT_SELF_CHECK_BATCHES = 2
@@ -42,6 +45,7 @@ class DeltaJob(ExtensionJob):
     seeds: str | None = None  # directory of the batch's net changes: start at level 1 from them
     sign: int = 1  # which changes seed this extension: insertions (+1) or deletions (-1)
     undirected: bool = False
+    feed: int | None = None  # pipelined: start from everything group `feed` queued for this level here
 
     def load_index(self, p: int):
         return versioned_index.load_view(self.index_root, p, *self.view)
@@ -59,10 +63,12 @@ class DeltaJob(ExtensionJob):
             return 0
         return len({int(plan.rel_pos[2, r]) for r in range(plan.rel_count[2])} - {0}) + 1
 
-    def start(self, p: int, final: bool):
+    def start(self, p: int, final: bool, number: int = 0):
+        if self.feed is not None:
+            return self._start_fed(p, final, number)
         if not self.seeded:
-            return super().start(p, final)
-        stage = Stage(self, 0, p)
+            return super().start(p, final, number)
+        stage = Stage(self, number, p)
         key, value, diff, kind = np.load(os.path.join(self.seeds, f"p{p}.npy"))
         # Undirected, the relation is symmetric and each change binds the atom both ways round (as its
         # forward and its reverse entry); directed, the atom reads the forward entries.
@@ -80,6 +86,14 @@ class DeltaJob(ExtensionJob):
         seeds = Candidates(x.reshape(-1, 1), np.full(len(x), (1 << int(plan.rel_count[1])) - 1, np.int32),
                            np.ones(len(x), np.int32), y)
         return stage.run(seeds, Prefixes.empty(2), final)
+
+
+    def _start_fed(self, p: int, final: bool, number: int):
+        stage = Stage(self, number, p)
+        pattern = os.path.join(self.run_dir, f"L{self.level}", f"p{p}", f"j{self.job_id:06d}-g{self.feed}-s*.bin")
+        items = _concat([read_queue(path) for path in sorted(glob.glob(pattern))], Prefixes.empty(self.level))
+        work = items.work().astype(np.int64)
+        return stage.run(stage.propose((items, np.zeros_like(work), work)), Prefixes.empty(self.level + 1), final)
 
 
 class DeltaBiGJoin(BiGJoin):
@@ -136,22 +150,46 @@ class DeltaBiGJoin(BiGJoin):
         return Outcome(total, counters)
 
     def apply_updates(self, batch) -> BatchOutcome:
-        """One Spark job updates the index and starts every delta query (both signs, whichever the
-        batch turns out to need); later jobs finish the extensions."""
-        ctx, index = self.ctx, self.index
+        """One Spark job per batch: the index update, then every delta query (both signs, whichever the
+        batch turns out to need) with its levels pipelined: each level starts in the stage after the
+        previous level's prefixes have all reached their proposers, and proposes all of them."""
+        ctx, index, m = self.ctx, self.index, self.plan.m
         compact = index.version > 0 and index.overlay_share() > self.compact_ratio
         update = versioned_index.begin_batch(ctx.spark, index, batch, compact)
         self._sample = None  # matches() must look at the current graph
         seeds = versioned_index.seeds_dir(index.root, index.version)
         queries = [(atom, sign) for atom in range(len(self.delta_plans)) for sign in (1, -1)]
-        extensions = [Extension(self.delta_plans[atom], first_level=1, sign=sign, job_args={"seeds": seeds, "sign": sign})
-                      for atom, sign in queries]
+        run_dir = str(index.root / f"run-{uuid.uuid4().hex[:8]}")
+        tokens = exchange.routing_tokens(ctx.spark, ctx.workers)
         limit = self.change_limit + 1 if self.change_limit else 0
-        delta, counters, found, reports = self.extend(extensions, limit, head=(update.head, update.owner_stage))
-        applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in update.finish(reports).sum(axis=0))))
+        jobs, offsets, sign_of = [], [], {}
+        for e, (atom, sign) in enumerate(queries):
+            offset = 0
+            for level in range(1, m):
+                group = e + len(queries) * (level - 1)
+                job = DeltaJob(str(index.root), ctx.workers, tokens, self.delta_plans[atom], level, self.budget,
+                               [[] for _ in range(ctx.workers)], [0] * ctx.workers, run_dir, 0, limit, group,
+                               view=index.view, seeds=seeds if level == 1 else None, sign=sign,
+                               undirected=index.undirected, feed=group - len(queries) if level > 1 else None)
+                job.last_stage = offset + job.exchanges
+                jobs.append(job)
+                offsets.append(offset)
+                sign_of[group] = sign
+                offset += job.exchanges
+        job = GroupJob(jobs, update.owner_stage, offsets)
+        try:
+            result = run_job(ctx.spark, job, update.head)
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in update.finish(result.reports).sum(axis=0))))
+        counters = Counters(m)
+        counters.add(job, result, 0)
+        delta = sum(sign * result.of_group(g).total("counted") for g, sign in sign_of.items())
         report = counters.report(index, self.budget, False)
         changes, truncated = None, False
         if self.change_limit:
+            last = len(queries) * (m - 2)  # the groups of the last level count (and sample) the matches
+            found = [result.matches.get(last + e, np.zeros((0, m), np.int32)) for e in range(len(queries))]
             changes, truncated = self._net_changes(queries, found)
         report.update(applied, compacted=compact, delta_queries=len(queries))
         return BatchOutcome(delta, counters.count, report, changes, truncated)

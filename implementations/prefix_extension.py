@@ -57,6 +57,7 @@ class ExtensionJob:
     job_id: int
     match_limit: int = 0
     group: int = 0  # which of several extensions multiplexed into one Spark job (Delta-BiGJoin)
+    last_stage: int | None = None  # pipelined: the stage of the Spark job by which all its items are done
 
     @property
     def exchanges(self) -> int:
@@ -91,9 +92,9 @@ class ExtensionJob:
             yield from self.stage(number, p, exchange.received(iterator, p), final)
         return run_stage
 
-    def start(self, p: int, final: bool):
-        """Stage 0 at worker p: seed level 1 from the index keys, or propose from the queue."""
-        stage = Stage(self, 0, p)
+    def start(self, p: int, final: bool, number: int = 0):
+        """The first stage (`number`) at worker p: seed level 1 from the index keys, or propose from the queue."""
+        stage = Stage(self, number, p)
         plan = self.plan
         if self.level == 0:  # seed: every key this worker owns is a 1-prefix, counted locally
             keys = stage.ix[0]
@@ -117,12 +118,17 @@ class ExtensionJob:
 
 @dataclass
 class GroupJob:
-    """Several extensions at the same level (each an ExtensionJob with its own group and plan),
-    multiplexed into one Spark job: every stage runs each group's stage on the blobs of that group.
-    With a `prelude`, the start tasks first run it on their input (the end of another pipeline, see
-    run_job's `head`); the blobs it returns travel with the data to the driver (JobResult.reports)."""
+    """Several extensions (each an ExtensionJob with its own group and plan) multiplexed into one Spark
+    job: every stage runs each group's stage on the blobs of that group. A job starts at stage
+    `offsets[i]` (default 0), so the levels of one extension can run one after the other in the same
+    Spark job (pipelined). With a `prelude`, the start tasks first run it on their input (the end of
+    another pipeline, see run_job's `head`); the blobs it returns travel to the driver (JobResult.reports)."""
     jobs: list[ExtensionJob]
     prelude: object = None  # (input iterator, worker) -> blobs
+    offsets: list[int] | None = None
+
+    def __post_init__(self):
+        self.offsets = self.offsets or [0] * len(self.jobs)
 
     @property
     def level(self) -> int:
@@ -133,8 +139,8 @@ class GroupJob:
         return self.jobs[0].workers
 
     @property
-    def exchanges(self) -> int:
-        return max(job.exchanges for job in self.jobs)  # a group with fewer hops idles (its stages are empty)
+    def exchanges(self) -> int:  # a group with fewer hops idles (its stages are empty)
+        return max(offset + job.exchanges for offset, job in zip(self.offsets, self.jobs))
 
     def chunk_path(self, level: int, worker: int, stage: int, group: int | None = None) -> str:
         return self.jobs[0].chunk_path(level, worker, stage, group)
@@ -152,8 +158,9 @@ class GroupJob:
                 reports = []
                 for _ in iterator:
                     pass
-            for job in self.jobs:
-                yield from job.start(p, final)
+            for job, offset in zip(self.jobs, self.offsets):
+                if offset == 0:
+                    yield from job.start(p, final)
             yield from self._carry(reports, p, final)
         return start
 
@@ -167,8 +174,11 @@ class GroupJob:
                     by_group.setdefault(meta[2], []).append((kind, meta, arrays))  # meta ends with the group
                 else:
                     reports.append(exchange.pack(kind, p, arrays, meta))
-            for job in self.jobs:
-                yield from job.stage(number, p, by_group.get(job.group, []), final)
+            for job, offset in zip(self.jobs, self.offsets):
+                if offset == number:
+                    yield from job.start(p, final, number)
+                elif offset < number:
+                    yield from job.stage(number, p, by_group.get(job.group, []), final)
             yield from self._carry(reports, p, final)
         return run_stage
 
@@ -343,9 +353,10 @@ class Stage(StageBase):
         super().__init__(job, stage, p)
         self.ix, self.loops = job.load_index(p)
 
-    def propose(self) -> Candidates:
+    def propose(self, window: tuple | None = None) -> Candidates:
+        """Candidates for the queued prefixes in this batch's work window (or the given window)."""
         job, plan, j = self.job, self.job.plan, self.job.level
-        items, first, last = take_window(job, self.p, Prefixes.empty(j))
+        items, first, last = window or take_window(job, self.p, Prefixes.empty(j))
         lengths, values = propose_items(self.p, job.workers, self.ix, self.loops, j, items.prefix, items.min_rel,
                                         first, last, plan.rel_pos, plan.rel_kind, plan.above, plan.below,
                                         plan.differ, plan.loop)
@@ -394,7 +405,7 @@ class Stage(StageBase):
             prefixes = prefixes.take(np.flatnonzero(~arrived))
             dest_p = dest_p[~arrived]
         dest_c = next_owner(job.workers, j, cands.prefix, cands.mask, np.zeros(len(cands.mask), np.int32), plan.rel_pos)
-        if final and (len(cands.prefix) or len(prefixes.prefix)):
+        if (final or self.stage == job.last_stage) and (len(cands.prefix) or len(prefixes.prefix)):
             raise ExecutionError(f"level {j}: items still pending after the last exchange")
         return self._emit(cands, dest_c, prefixes, dest_p, final)
 
