@@ -157,8 +157,6 @@ class Runner:
             record["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
             record["traceback"] = traceback.format_exc(limit=8)
         finally:
-            if stream is not None:
-                stream.updates.unpersist()
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
         if record["status"] in ("TIM", "EXE") and self._counters is not None:

@@ -114,16 +114,27 @@ def insert_all(edges: DataFrame, batches: int) -> DataFrame:
 
 @dataclass
 class UpdateStream:
-    """The initial directed edge set and the update batches of a dynamic run, both in Parquet."""
+    """The initial directed edge set and the update batches of a dynamic run, both in Parquet; the
+    driver also holds the updates (the stream enters there, as from a file or a queue)."""
     source: str  # the spec or file it came from
     initial: DataFrame  # (src, dst): a set of directed edges
     updates: DataFrame  # (src, dst, diff, batch, seq)
     batches: list[int]  # batch ids in order
     initial_path: Path | None = None
     updates_path: Path | None = None
+    local: object = None  # pyarrow Table of `updates`, ordered by (batch, seq)
 
-    def batch(self, batch: int) -> DataFrame:
-        return self.updates.filter(F.col("batch") == batch)
+    @classmethod
+    def of(cls, source: str, initial: DataFrame, updates: DataFrame, **paths) -> "UpdateStream":
+        local = updates.select("src", "dst", "diff", "batch", "seq").orderBy("batch", "seq").toArrow()
+        batches = sorted(set(local.column("batch").to_pylist()))
+        return cls(source, initial, updates, batches, local=local, **paths)
+
+    def batch(self, batch: int):
+        """One batch as a pyarrow Table (src, dst, diff, batch, seq), in order."""
+        import pyarrow.compute as pc
+
+        return self.local.filter(pc.equal(self.local.column("batch"), batch))
 
     def sizes(self) -> dict[int, int]:
         return {r["batch"]: r["count"] for r in self.updates.groupBy("batch").count().collect()}
@@ -140,7 +151,6 @@ def load_stream(spark: SparkSession, text: str, directed_edges: DataFrame, workd
     workdir.mkdir(parents=True, exist_ok=True)
     initial.select("src", "dst").write.parquet(str(workdir / "initial.parquet"))
     updates.select("src", "dst", "diff", "batch", "seq").write.parquet(str(workdir / "updates.parquet"))
-    updates = spark.read.parquet(str(workdir / "updates.parquet")).cache()
-    batches = sorted(r["batch"] for r in updates.select("batch").distinct().collect())
-    return UpdateStream(text, spark.read.parquet(str(workdir / "initial.parquet")), updates, batches,
-                        workdir / "initial.parquet", workdir / "updates.parquet")
+    return UpdateStream.of(text, spark.read.parquet(str(workdir / "initial.parquet")),
+                           spark.read.parquet(str(workdir / "updates.parquet")),
+                           initial_path=workdir / "initial.parquet", updates_path=workdir / "updates.parquet")

@@ -54,8 +54,9 @@ class Implementation(ABC):
     index_reused: bool = False  # set by prepare() when it reused an index from ctx.arrangements
     maintains_updates: bool = False  # dynamic: prepare() indexes ctx.stream.initial, count() counts it
 
-    def apply_updates(self, updates: DataFrame) -> BatchOutcome:
-        """Apply one batch (src, dst, diff, seq) and return the change of the count. Timed per batch."""
+    def apply_updates(self, updates) -> BatchOutcome:
+        """Apply one batch, a pyarrow Table (src, dst, diff, seq) in order, held by the driver, and
+        return the change of the count. Timed per batch."""
         raise NotImplementedError(f"{self.name} does not maintain counts under updates")
 
     def __init__(self, ctx: RunContext):

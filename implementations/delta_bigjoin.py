@@ -116,7 +116,7 @@ class DeltaBiGJoin(BiGJoin):
         if self.self_check:
             batches = int(ctx.params.get("self_check_batches", DEFAULT_SELF_CHECK_BATCHES))
             empty = ctx.edges.limit(0)
-            stream = updates.UpdateStream("insert-all", empty, updates.insert_all(ctx.edges, batches), list(range(batches)))
+            stream = updates.UpdateStream.of("insert-all", empty, updates.insert_all(ctx.edges, batches))
         self.stream = stream
         undirected = ctx.spec.semantics == "undirected"
         relation = stream.initial

@@ -9,11 +9,12 @@ Under the index root, worker p keeps (b: the last compaction, k: the last batch 
                      (src << 32 | dst): a compacted base plus the pairs changed since, with presence
   seeds-{k}/p{p}.npy batch k's net changes of the relation keyed at p (rows: key, value, diff, kind)
 A pair's home is its forward key: src (directed) or the lower rank (undirected, where the relation is
-the simple graph of the directed set). Three stages apply a batch, at the head of the Spark job that starts the batch's delta queries:
-  1. every update goes to the home of its pair;
-  2. the home applies its updates in order with set semantics, derives the relation's net changes
-     and writes the seeds, then sends each change to the owners of its forward and reverse keys;
-  3. each owner writes overlay k, first folding overlay k - 1 into a new base if asked to compact,
+the simple graph of the directed set). Two stages apply a batch, at the head of the Spark job that
+starts the batch's delta queries:
+  1. the driver hands every update to the home of its pair (with that worker's first task), which
+     applies them in order with set semantics, derives the relation's net changes and sends each to
+     the owners of its forward and reverse keys;
+  2. each owner writes overlay k, first folding overlay k - 1 into a new base if asked to compact,
      and the seeds of the delta queries, whose first stage then runs in the same task.
 The work of a batch is proportional to its changes and the overlay, not to the graph; compaction,
 every so often, is proportional to the partition."""
@@ -35,7 +36,7 @@ from .prefix_extension import write_file
 
 OPS, CHANGES, UPDATE_STATS, INDEX_STATS, HOMED = 20, 21, 22, 23, 24  # blob kinds
 LOW32 = np.int64(0xFFFFFFFF)
-# Per-worker counters of one batch (stage 2, at the homes of the pairs).
+# Per-worker counters of one batch (stage 1, at the homes of the pairs).
 UPDATE_FIELDS = ("updates", "pairs_touched", "inserts_ignored", "deletes_ignored", "edges_inserted", "edges_deleted",
                  "relation_inserted", "relation_deleted")
 INDEX_FIELDS = ("keys", "base_entries", "overlay_keys", "overlay_entries", "compacted")
@@ -120,7 +121,7 @@ def build(spark, directed_edges, relation, undirected: bool, workers: int, extra
     index = distributed_index.build(spark, relation, undirected, workers, extra_vertices)
     root = str(index.root)
     tokens = exchange.routing_tokens(spark, workers)
-    rows = (directed_edges.mapInArrow(_route_pairs(root, workers, undirected, tokens, HOMED, with_ops=False), exchange.SCHEMA)
+    rows = (directed_edges.mapInArrow(_route_pairs(root, workers, undirected, tokens), exchange.SCHEMA)
             .repartition(workers, "token").mapInArrow(_home_pairs(root), exchange.SCHEMA).collect())
     if len(rows) != workers:
         raise RuntimeError(f"homing the edge set reported {len(rows)} of {workers} workers")
@@ -135,16 +136,15 @@ def _ranks(root: str):
     return lambda ids: rank_of[np.searchsorted(sorted_ids, ids)].astype(np.int64)
 
 
-def _route_pairs(root: str, workers: int, undirected: bool, tokens: np.ndarray, kind: int, with_ops: bool):
-    """(src, dst[, diff, seq]) rows in original ids -> rank pairs at their home worker."""
+def _route_pairs(root: str, workers: int, undirected: bool, tokens: np.ndarray):
+    """(src, dst) rows in original ids -> rank pairs at their home worker."""
     def route(iterator):
         rank = _ranks(root)
         for batch in iterator:
             s, d = rank(batch.column(0).to_numpy()), rank(batch.column(1).to_numpy())
             home = np.minimum(s, d) if undirected else s
-            extra = [batch.column(2).to_numpy().astype(np.int8), batch.column(3).to_numpy().astype(np.int64)] if with_ops else []
-            out_tokens, payloads = exchange.route(kind, exchange.partition_of(home, workers),
-                                                  [s.astype(np.int32), d.astype(np.int32), *extra], tokens, workers)
+            out_tokens, payloads = exchange.route(HOMED, exchange.partition_of(home, workers),
+                                                  [s.astype(np.int32), d.astype(np.int32)], tokens, workers)
             if payloads:
                 yield exchange.blobs_batch(out_tokens, payloads)
     return route
@@ -204,14 +204,20 @@ class BatchUpdate:
 
 
 def begin_batch(spark, index: VersionedIndex, updates, compact: bool) -> BatchUpdate:
-    """Plan batch index.version + 1 of updates (a DataFrame src, dst, diff, seq): every update goes to
-    the home of its pair, which applies them and sends the relation's net changes to their key owners."""
+    """Plan batch index.version + 1 of updates (a pyarrow Table src, dst, diff, seq held by the
+    driver): the driver hands every update to the home of its pair with that worker's first task; the
+    home applies them and sends the relation's net changes to their key owners."""
     root, workers, k, b = str(index.root), index.workers, index.version + 1, index.base
     tokens = exchange.routing_tokens(spark, workers)
-    head = (updates.select("src", "dst", "diff", "seq")
-            .mapInArrow(_route_pairs(root, workers, index.undirected, tokens, OPS, with_ops=True), exchange.SCHEMA)
-            .repartition(workers, "token")
-            .mapInArrow(_apply_updates(root, workers, index.undirected, tokens, k, b, compact), exchange.SCHEMA)
+    rank = _ranks(root)
+    s, d = rank(updates.column("src").to_numpy()), rank(updates.column("dst").to_numpy())
+    home = np.minimum(s, d) if index.undirected else s
+    columns = [s.astype(np.int32), d.astype(np.int32), updates.column("diff").to_numpy().astype(np.int8),
+               updates.column("seq").to_numpy().astype(np.int64)]
+    homed = {q: exchange.pack(OPS, q, [c[sel] for c in columns])
+             for q, sel in exchange.by_destination(exchange.partition_of(home, workers), workers)}
+    head = (spark.range(0, workers, 1, workers)
+            .mapInArrow(_apply_updates(root, workers, index.undirected, tokens, k, b, compact, homed), exchange.SCHEMA)
             .repartition(workers, "token"))
     index.version, index.base = k, (k if compact else b)
     return BatchUpdate(index, k, b, compact, head, _apply_changes(root, k, b, compact))
@@ -254,11 +260,14 @@ class EdgeSet:
         return all_codes[order], np.concatenate([self.present[keep], present])[order]
 
 
-def _apply_updates(root: str, workers: int, undirected: bool, tokens: np.ndarray, k: int, b: int, compact: bool):
-    """Stage 2, at each pair's home: set semantics, in order; the relation's net changes."""
+def _apply_updates(root: str, workers: int, undirected: bool, tokens: np.ndarray, k: int, b: int, compact: bool,
+                   homed: dict[int, bytes]):
+    """Stage 1, at each pair's home: set semantics, in order; the relation's net changes."""
     def apply(iterator):
+        for _ in iterator:
+            pass
         p = exchange.current_partition()
-        parts = [arrays for _, _, arrays in exchange.received(iterator, p)]
+        parts = [exchange.unpack(homed[p])[3]] if p in homed else []
         s, d, diff, seq = (np.concatenate([a[i] for a in parts]) if parts else np.zeros(0, dt)
                            for i, dt in enumerate((np.int32, np.int32, np.int8, np.int64)))
         codes = _code(s, d)
@@ -321,7 +330,7 @@ def _lookup_state(touched: np.ndarray, state: np.ndarray, codes: np.ndarray, edg
 
 
 def _apply_changes(root: str, k: int, b: int, compact: bool):
-    """Stage 3, at each key's owner: overlay k (after folding overlay k - 1 into base k if asked) and
+    """Stage 2, at each key's owner: overlay k (after folding overlay k - 1 into base k if asked) and
     the seeds; returns this worker's reports as blobs."""
     def apply(iterator, p: int) -> list[bytes]:
         parts, side = [], []

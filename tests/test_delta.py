@@ -36,9 +36,8 @@ def maintain(spark, initial, batches, spec, workers: int = 2, changes: int = 0):
     """Run the stream; check the count after every batch. Returns the per-batch outcomes."""
     initial = sorted(set(initial))
     rows = [(s, d, diff, b, seq) for b, ops in enumerate(batches) for seq, (s, d, diff) in enumerate(ops)]
-    stream = UpdateStream("test", spark.createDataFrame(initial, "src bigint, dst bigint"),
-                          spark.createDataFrame(rows, "src bigint, dst bigint, diff int, batch int, seq long"),
-                          list(range(len(batches))))
+    stream = UpdateStream.of("test", spark.createDataFrame(initial, "src bigint, dst bigint"),
+                             spark.createDataFrame(rows, "src bigint, dst bigint, diff int, batch int, seq long"))
     impl = DeltaBiGJoin(RunContext(spark, None, spec, workers, {"changes": changes}, stream=stream))
     impl.prepare()
     count = impl.count().count
@@ -46,7 +45,7 @@ def maintain(spark, initial, batches, spec, workers: int = 2, changes: int = 0):
     assert count == oracle(model, spec), "initial count"
     outcomes = []
     for b, ops in enumerate(batches):
-        out = impl.apply_updates(stream.batch(b))
+        out = impl.apply_updates(stream.batch(b))  # a batch without updates is not in the stream: empty table
         before = set(model)
         for s, d, diff in ops:  # the graph after a batch: its changes applied one by one to a set
             (model.add if diff > 0 else model.discard)((s, d))
