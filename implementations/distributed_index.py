@@ -156,9 +156,16 @@ def _build_partition(root: str, vertices: int):
     return build_one
 
 
+def readonly(a: np.ndarray) -> np.ndarray:
+    """Every array the kernels read is read-only, so numba compiles one version of each kernel for
+    static and versioned indices alike (and the first count warms up what later batches use)."""
+    a.setflags(write=False)
+    return a
+
+
 _loaded: dict[tuple[str, int], tuple] = {}
-EMPTY_OVERLAY = (np.zeros(0, np.int32), np.zeros((4, 1), np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32),
-                 np.zeros(0, np.int8), np.zeros(0, np.int8))
+EMPTY_OVERLAY = tuple(readonly(a) for a in (np.zeros(0, np.int32), np.zeros((4, 1), np.int64), np.zeros(0, np.int32),
+                                            np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros(0, np.int8)))
 
 
 def load_partition(root: str, p: int) -> tuple[tuple, np.ndarray]:
@@ -176,4 +183,4 @@ def mapped(path: str) -> np.ndarray:
     try:
         return np.asarray(np.load(path, mmap_mode="r"))  # a plain read-only view, which numba accepts
     except ValueError:  # numpy cannot map an empty array
-        return np.load(path)
+        return readonly(np.load(path))

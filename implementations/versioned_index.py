@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from . import distributed_index, exchange
 from .csr import lower_bound
-from .distributed_index import EMPTY_OVERLAY, mapped
+from .distributed_index import EMPTY_OVERLAY, mapped, readonly
 from .prefix_extension import write_file
 
 OPS, CHANGES, UPDATE_STATS, INDEX_STATS, HOMED = 20, 21, 22, 23, 24  # blob kinds
@@ -66,6 +66,7 @@ def _overlay(root: str, k: int, p: int) -> tuple:
 
 
 _views: dict[tuple[str, int], tuple] = {}
+NO_LOOPS = readonly(np.zeros(0, np.int32))
 
 
 def load_view(root: str, p: int, b: int, k: int) -> tuple[tuple, np.ndarray]:
@@ -74,7 +75,7 @@ def load_view(root: str, p: int, b: int, k: int) -> tuple[tuple, np.ndarray]:
     cached = _views.get((root, p))
     if cached is None or cached[0] != (b, k):
         ix = _load_lists(os.path.join(base_dir(root, b), f"p{p}")) + _overlay(root, k, p)
-        _views[(root, p)] = cached = ((b, k), (ix, np.zeros(0, np.int32)))
+        _views[(root, p)] = cached = ((b, k), (ix, NO_LOOPS))
     return cached[1]
 
 
