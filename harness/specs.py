@@ -40,5 +40,6 @@ def parse(cls, source: str | dict, what: str, noun: str = "parameter"):
 
 
 def to_text(obj) -> str:
-    """The canonical `k=v,...` form of a parameter dataclass (every field, in declaration order)."""
-    return ",".join(f"{f.name}={getattr(obj, f.name)}" for f in dataclasses.fields(obj))
+    """The canonical `k=v,...` form of a parameter dataclass (every field in declaration order, bar
+    empty text fields)."""
+    return ",".join(f"{f.name}={getattr(obj, f.name)}" for f in dataclasses.fields(obj) if getattr(obj, f.name) != "")
