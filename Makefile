@@ -5,7 +5,6 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 WORKLOAD ?= triangle
 TIER   ?=
-TEST_WORKERS ?= 2
 MASTER_FLAG := $(if $(SPARK_MASTER),--master $(SPARK_MASTER),)
 TIER_FLAG   := $(if $(TIER),--tier $(TIER),)
 
@@ -26,7 +25,7 @@ bench: java $(STAMP)
 	$(PY) -m harness bench $(WORKLOAD) $(TIER_FLAG) $(MASTER_FLAG)
 
 test: java $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS)
+	$(PY) -m pytest -q
 
 clean-cache:
 	rm -rf .cache

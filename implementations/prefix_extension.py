@@ -96,8 +96,8 @@ class ExtensionJob:
         """The first stage (`number`) at worker p: seed level 1 from the index keys, or propose from the queue."""
         stage = Stage(self, number, p)
         plan = self.plan
-        if self.level == 0:  # seed: every key this worker owns is a 1-prefix, counted locally
-            keys = stage.ix[0]
+        if self.level == 0:  # seed: every key this worker owns (in the base or an overlay) is a 1-prefix
+            keys = np.union1d(stage.ix[0], stage.ix[4]).astype(np.int32) if len(stage.ix[4]) else stage.ix[0]
             if plan.loop[0]:
                 keys = keys[np.isin(keys, stage.loops)]
             prefixes = Prefixes.fresh(keys.reshape(-1, 1), int(plan.rel_count[1]))

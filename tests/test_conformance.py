@@ -25,7 +25,7 @@ IMPLEMENTATIONS = sorted(implementations.REGISTRY)
 DYNAMIC = {name for name, cls in implementations.REGISTRY.items() if cls.maintains_updates}
 DYNAMIC_GRAPHS = ("k5-plus", "hub")
 # Random examples per implementation in `make test` (each costs Spark jobs); unknown names get 10.
-EXAMPLES = {"local-gj": 20, "shares": 10, "binary": 8, "bigjoin": 10, "bigjoin-s": 6, "delta-bigjoin": 4}
+EXAMPLES = {"local-gj": 15, "shares": 8, "binary": 6, "bigjoin": 6, "bigjoin-s": 5, "delta-bigjoin": 3}
 THOROUGH = os.environ.get("HARNESS_HYPOTHESIS") == "thorough"
 
 
