@@ -108,7 +108,7 @@ def update_batches(draw, vertices: int, initial: list):
     return batches
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_update_sequences(spark, data):
     semantics = data.draw(st.sampled_from(["undirected", "directed"]), label="semantics")
