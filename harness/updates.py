@@ -137,7 +137,9 @@ class UpdateStream:
         return self.local.filter(pc.equal(self.local.column("batch"), batch))
 
     def sizes(self) -> dict[int, int]:
-        return {r["batch"]: r["count"] for r in self.updates.groupBy("batch").count().collect()}
+        from collections import Counter
+
+        return dict(Counter(self.local.column("batch").to_pylist()))
 
 
 def load_stream(spark: SparkSession, text: str, directed_edges: DataFrame, workdir: Path) -> UpdateStream:

@@ -31,7 +31,7 @@ from harness.query import adjacency, make_join_spec
 
 from . import exchange, versioned_index
 from .base import BatchOutcome, Outcome
-from .bigjoin import MATCH_SAMPLE, BiGJoin, Counters
+from .bigjoin import BiGJoin, Counters
 from .plan import ExtensionPlan
 from .prefix_extension import Candidates, ExtensionJob, GroupJob, Prefixes, Stage, _concat, read_queue, run_job
 
@@ -64,8 +64,6 @@ class DeltaJob(ExtensionJob):
         return len({int(plan.rel_pos[2, r]) for r in range(plan.rel_count[2])} - {0}) + 1
 
     def start(self, p: int, final: bool, number: int = 0):
-        if self.feed is not None:
-            return self._start_fed(p, final, number)
         if not self.seeded:
             return super().start(p, final, number)
         stage = Stage(self, number, p)
@@ -87,13 +85,14 @@ class DeltaJob(ExtensionJob):
                            np.ones(len(x), np.int32), y)
         return stage.run(seeds, Prefixes.empty(2), final)
 
-
-    def _start_fed(self, p: int, final: bool, number: int):
-        stage = Stage(self, number, p)
+    def window(self, p: int) -> tuple:
+        if self.feed is None:
+            return super().window(p)
+        # Pipelined: every prefix group `feed` queued here for this level earlier in the same Spark job.
         pattern = os.path.join(self.run_dir, f"L{self.level}", f"p{p}", f"j{self.job_id:06d}-g{self.feed}-s*.bin")
         items = _concat([read_queue(path) for path in sorted(glob.glob(pattern))], Prefixes.empty(self.level))
         work = items.work().astype(np.int64)
-        return stage.run(stage.propose((items, np.zeros_like(work), work)), Prefixes.empty(self.level + 1), final)
+        return items, np.zeros_like(work), work
 
 
 class DeltaBiGJoin(BiGJoin):
@@ -155,7 +154,7 @@ class DeltaBiGJoin(BiGJoin):
         previous level's prefixes have all reached their proposers, and proposes all of them."""
         ctx, index, m = self.ctx, self.index, self.plan.m
         compact = index.version > 0 and index.overlay_share() > self.compact_ratio
-        update = versioned_index.begin_batch(ctx.spark, index, batch, compact)
+        update = versioned_index.begin_batch(index, batch, compact)
         self._sample = None  # matches() must look at the current graph
         seeds = versioned_index.seeds_dir(index.root, index.version)
         queries = [(atom, sign) for atom in range(len(self.delta_plans)) for sign in (1, -1)]
@@ -176,9 +175,9 @@ class DeltaBiGJoin(BiGJoin):
                 offsets.append(offset)
                 sign_of[group] = sign
                 offset += job.exchanges
-        job = GroupJob(jobs, update.owner_stage, offsets)
+        job = GroupJob(jobs, update.prelude, offsets)
         try:
-            result = run_job(ctx.spark, job, update.head)
+            result = run_job(ctx.spark, job)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in update.finish(result.reports).sum(axis=0))))
@@ -222,4 +221,4 @@ def _order_from(query, x: str, y: str) -> tuple[str, ...]:
     return tuple(order)
 
 
-__all__ = ["DeltaBiGJoin", "DeltaJob", "MATCH_SAMPLE"]
+__all__ = ["DeltaBiGJoin", "DeltaJob"]

@@ -7,10 +7,11 @@ the destination worker, so the receiving task's partition id is the worker id.""
 from __future__ import annotations
 
 import numpy as np
+from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from harness.errors import ExecutionError
 
-SCHEMA = "token long, payload binary"
+SCHEMA = StructType([StructField("token", LongType()), StructField("payload", BinaryType())])  # parsed once
 MAGIC = 0x5047_4A42  # "BJGP"
 _DTYPES = {1: np.dtype(np.int32), 2: np.dtype(np.int64), 3: np.dtype(np.int8)}
 _CODES = {v: k for k, v in _DTYPES.items()}
@@ -80,13 +81,15 @@ def by_destination(dest: np.ndarray, workers: int):
             yield q, order[bounds[q]:bounds[q + 1]]
 
 
+def split(kind: int, owners: np.ndarray, arrays: list[np.ndarray], workers: int) -> dict[int, bytes]:
+    """{owner: blob}: the rows of `arrays` split by owner, one blob of `kind` per owner."""
+    return {q: pack(kind, q, [a[sel] for a in arrays]) for q, sel in by_destination(owners, workers)}
+
+
 def route(kind: int, owners: np.ndarray, arrays: list[np.ndarray], tokens: np.ndarray, workers: int) -> tuple[list[int], list[bytes]]:
-    """(routing tokens, blobs): the rows of `arrays` split by owner, one blob of `kind` per owner."""
-    out_tokens, payloads = [], []
-    for q, sel in by_destination(owners, workers):
-        out_tokens.append(int(tokens[q]))
-        payloads.append(pack(kind, q, [a[sel] for a in arrays]))
-    return out_tokens, payloads
+    """(routing tokens, blobs): `split`, addressed for a shuffle."""
+    parts = split(kind, owners, arrays, workers)
+    return [int(tokens[q]) for q in parts], list(parts.values())
 
 
 def blobs_batch(tokens: list[int], payloads: list[bytes]):

@@ -102,7 +102,11 @@ class ExtensionJob:
                 keys = keys[np.isin(keys, stage.loops)]
             prefixes = Prefixes.fresh(keys.reshape(-1, 1), int(plan.rel_count[1]))
             return stage.run(Candidates.empty(0), prefixes, final)
-        return stage.run(stage.propose(), Prefixes.empty(self.level + 1), final)
+        return stage.run(stage.propose(self.window(p)), Prefixes.empty(self.level + 1), final)
+
+    def window(self, p: int) -> tuple:
+        """(items, first, last): the queued prefixes worker p proposes for in this job; see take_window."""
+        return take_window(self, p, Prefixes.empty(self.level))
 
     def stage(self, number: int, p: int, blobs, final: bool):
         """Stage `number` at worker p on the (kind, meta, arrays) blobs it received."""
@@ -121,10 +125,10 @@ class GroupJob:
     """Several extensions (each an ExtensionJob with its own group and plan) multiplexed into one Spark
     job: every stage runs each group's stage on the blobs of that group. A job starts at stage
     `offsets[i]` (default 0), so the levels of one extension can run one after the other in the same
-    Spark job (pipelined). With a `prelude`, the start tasks first run it on their input (the end of
-    another pipeline, see run_job's `head`); the blobs it returns travel to the driver (JobResult.reports)."""
+    Spark job (pipelined). With a `prelude`, the start tasks first run it (on their input and worker);
+    the blobs it returns travel to the driver (JobResult.reports)."""
     jobs: list[ExtensionJob]
-    prelude: object = None  # (input iterator, worker) -> blobs
+    prelude: object = None  # (input iterator, worker) -> blobs, e.g. applying an update batch
     offsets: list[int] | None = None
 
     def __post_init__(self):
@@ -353,10 +357,10 @@ class Stage(StageBase):
         super().__init__(job, stage, p)
         self.ix, self.loops = job.load_index(p)
 
-    def propose(self, window: tuple | None = None) -> Candidates:
-        """Candidates for the queued prefixes in this batch's work window (or the given window)."""
+    def propose(self, window: tuple) -> Candidates:
+        """Candidates for the positions [first, last) of the window's queued prefixes' smallest lists."""
         job, plan, j = self.job, self.job.plan, self.job.level
-        items, first, last = window or take_window(job, self.p, Prefixes.empty(j))
+        items, first, last = window
         lengths, values = propose_items(self.p, job.workers, self.ix, self.loops, j, items.prefix, items.min_rel,
                                         first, last, plan.rel_pos, plan.rel_kind, plan.above, plan.below,
                                         plan.differ, plan.loop)
@@ -480,12 +484,10 @@ class JobResult:
         return self.per_worker(name).sum(axis=1)
 
 
-def run_job(spark, job: ExtensionJob, head=None) -> JobResult:
-    """Run one batch as one Spark job: a start stage then `job.exchanges` shuffled stages. The start
-    tasks read `head` (a DataFrame partitioned by worker) if given, else nothing."""
+def run_job(spark, job: ExtensionJob) -> JobResult:
+    """Run one batch as one Spark job: a start stage then `job.exchanges` shuffled stages."""
     hops = job.exchanges
-    source = head if head is not None else spark.range(0, job.workers, 1, job.workers)
-    df = source.mapInArrow(job.start_task(hops == 0), exchange.SCHEMA)
+    df = spark.range(0, job.workers, 1, job.workers).mapInArrow(job.start_task(hops == 0), exchange.SCHEMA)
     for number in range(1, hops + 1):
         df = df.repartition(job.workers, "token").mapInArrow(job.stage_task(number, number == hops), exchange.SCHEMA)
     stats, matches, reports = [], {}, []

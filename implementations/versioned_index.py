@@ -5,19 +5,19 @@ Under the index root, worker p keeps (b: the last compaction, k: the last batch 
   base b      p{p}/ (b = 0, the BiGJoin layout) or base-{b}/p{p}/: keys, offsets, forward, reverse
   overlay-{k}/p{p}/  the changes to every list since compaction b, as sorted values with a sign
                      (+1 added, -1 removed): offsets rows 0, 1 up to batch k, rows 2, 3 before it
-  edges-{b}/p{p}.npy, changed-{k}/p{p}.npz  the directed edge set homed at p, as sorted rank codes
-                     (src << 32 | dst): a compacted base plus the pairs changed since, with presence
+  edges-{b}/p{p}.npy, changed-{k}/p{p}.npz  the directed pairs with an endpoint owned by p, as sorted
+                     rank codes (src << 32 | dst): a compacted base plus the pairs changed since, with
+                     presence (a pair is kept by the owners of both its endpoints)
   seeds-{k}/p{p}.npy batch k's net changes of the relation keyed at p (rows: key, value, diff, kind)
-A pair's home is its forward key: src (directed) or the lower rank (undirected, where the relation is
-the simple graph of the directed set). Two stages apply a batch, at the head of the Spark job that
-starts the batch's delta queries:
-  1. the driver hands every update to the home of its pair (with that worker's first task), which
-     applies them in order with set semantics, derives the relation's net changes and sends each to
-     the owners of its forward and reverse keys;
-  2. each owner writes overlay k, first folding overlay k - 1 into a new base if asked to compact,
-     and the seeds of the delta queries, whose first stage then runs in the same task.
-The work of a batch is proportional to its changes and the overlay, not to the graph; compaction,
-every so often, is proportional to the partition."""
+A relation entry's key is owned by an endpoint of its pair, so each owner derives the changes of its own
+lists from its copy of the edge set, with no exchange. A batch is applied in the first stage of the
+Spark job that runs its delta queries: the driver hands every update to the owners of both endpoints
+(with that worker's first task); each applies them in order with set semantics, derives its lists' net
+changes, writes overlay k (first folding overlay k - 1 into a new base if asked to compact) and the
+seeds, and starts the delta queries in the same task. The work of a batch is proportional to its
+changes and the overlay, not to the graph; compaction, every so often, is proportional to the partition.
+The counters of a pair are kept by its home: the owner of src (directed) or of the lower rank
+(undirected, where the relation is the simple graph of the directed set)."""
 from __future__ import annotations
 
 import os
@@ -34,12 +34,12 @@ from .csr import lower_bound
 from .distributed_index import EMPTY_OVERLAY, mapped, readonly
 from .prefix_extension import write_file
 
-OPS, CHANGES, UPDATE_STATS, INDEX_STATS, HOMED = 20, 21, 22, 23, 24  # blob kinds
+OPS, UPDATE_STATS, INDEX_STATS, HOMED = 20, 22, 23, 24  # blob kinds
 LOW32 = np.int64(0xFFFFFFFF)
-# Per-worker counters of one batch (stage 1, at the homes of the pairs).
+# Per-worker counters of one batch (of the pairs homed there).
 UPDATE_FIELDS = ("updates", "pairs_touched", "inserts_ignored", "deletes_ignored", "edges_inserted", "edges_deleted",
                  "relation_inserted", "relation_deleted")
-INDEX_FIELDS = ("keys", "base_entries", "overlay_keys", "overlay_entries", "compacted")
+INDEX_FIELDS = ("keys", "base_entries", "overlay_keys", "overlay_entries", "compacted", "bytes")
 
 
 def base_dir(root: str, b: int) -> str:
@@ -105,29 +105,41 @@ class VersionedIndex:
                 "overlay_entries": int(s[:, 3].sum()) if len(s) else 0,
                 "entries_per_worker": entries.tolist(),
                 "entries_max_over_mean": round(float(entries.max() / entries.mean()), 4) if entries.sum() else None,
-                "bytes_on_disk": _disk_bytes(self.root)}
+                "bytes_on_disk": int(s[:, 5].sum()) if len(s) else 0}
 
     def overlay_share(self) -> float:
         s = self.sizes
         return float(s[:, 3].sum() / max(1, s[:, 1].sum())) if len(s) else 0.0
 
 
-def _disk_bytes(root: Path) -> int:
-    return sum(f.stat().st_size for f in root.rglob("*.np[yz]") if f.is_file())
+def _worker_bytes(root: str, p: int, b: int, k: int) -> int:
+    """Bytes of worker p's files: base b, overlay k and its copy of the edge set."""
+    paths = [os.path.join(base_dir(root, b), f"p{p}", f"{n}.npy") for n in ("keys", "offsets", "forward", "reverse")]
+    paths += [os.path.join(root, f"overlay-{k}", f"p{p}", f"{n}.npy") for n in ("keys", "offsets", "forward", "reverse", "fsign", "rsign")]
+    paths += [os.path.join(root, f"edges-{b}", f"p{p}.npy"), os.path.join(root, f"changed-{k}", f"p{p}.npz")]
+    return sum(os.path.getsize(f) for f in paths if os.path.exists(f))
+
+
+def _pair_owners(s: np.ndarray, d: np.ndarray, workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """(owner, row): every pair once per distinct owner of its two endpoints."""
+    first, second = exchange.partition_of(s, workers), exchange.partition_of(d, workers)
+    other = np.flatnonzero(first != second)
+    return np.concatenate([first, second[other]]), np.concatenate([np.arange(len(s)), other])
 
 
 def build(spark, directed_edges, relation, undirected: bool, workers: int, extra_vertices) -> VersionedIndex:
     """Base 0 is BiGJoin's index of `relation` (ranks also cover `extra_vertices`, which only the
-    updates mention); a second job homes the directed edge set."""
+    updates mention); a second job gives each worker the directed pairs with an endpoint it owns."""
     index = distributed_index.build(spark, relation, undirected, workers, extra_vertices)
     root = str(index.root)
     tokens = exchange.routing_tokens(spark, workers)
-    rows = (directed_edges.mapInArrow(_route_pairs(root, workers, undirected, tokens), exchange.SCHEMA)
+    rows = (directed_edges.mapInArrow(_route_pairs(root, workers, tokens), exchange.SCHEMA)
             .repartition(workers, "token").mapInArrow(_home_pairs(root), exchange.SCHEMA).collect())
     if len(rows) != workers:
         raise RuntimeError(f"homing the edge set reported {len(rows)} of {workers} workers")
     sizes = np.zeros((workers, len(INDEX_FIELDS)), np.int64)
     sizes[:, 0], sizes[:, 1] = index.keys, index.forward + index.reverse
+    sizes[:, 5] = [_worker_bytes(root, p, 0, 0) for p in range(workers)]
     return VersionedIndex(index.root, workers, undirected, index.vertices, index.ids, sizes=sizes)
 
 
@@ -137,15 +149,15 @@ def _ranks(root: str):
     return lambda ids: rank_of[np.searchsorted(sorted_ids, ids)].astype(np.int64)
 
 
-def _route_pairs(root: str, workers: int, undirected: bool, tokens: np.ndarray):
-    """(src, dst) rows in original ids -> rank pairs at their home worker."""
+def _route_pairs(root: str, workers: int, tokens: np.ndarray):
+    """(src, dst) rows in original ids -> rank pairs at the owners of their endpoints."""
     def route(iterator):
         rank = _ranks(root)
         for batch in iterator:
             s, d = rank(batch.column(0).to_numpy()), rank(batch.column(1).to_numpy())
-            home = np.minimum(s, d) if undirected else s
-            out_tokens, payloads = exchange.route(HOMED, exchange.partition_of(home, workers),
-                                                  [s.astype(np.int32), d.astype(np.int32)], tokens, workers)
+            owners, rows = _pair_owners(s, d, workers)
+            out_tokens, payloads = exchange.route(HOMED, owners, [s[rows].astype(np.int32), d[rows].astype(np.int32)],
+                                                  tokens, workers)
             if payloads:
                 yield exchange.blobs_batch(out_tokens, payloads)
     return route
@@ -170,16 +182,15 @@ def _code(s, d) -> np.ndarray:
 
 @dataclass
 class BatchUpdate:
-    """One batch's index update, run as the head of the Spark job that starts the batch's delta
-    queries: `head` is the DataFrame of relation changes on their way to their key owners, and
-    `owner_stage` (on a task's input) writes that owner's overlay and seeds and returns its reports.
-    The index's view moves to the batch at once; `finish` reads the reports and drops stale files."""
+    """One batch's index update, run at the start of the Spark job that runs the batch's delta
+    queries: `prelude` (on a start task's input and worker) applies the batch at that worker and
+    returns its reports. The index's view moves to the batch at once; `finish` reads the reports and
+    drops stale files."""
     index: VersionedIndex
     version: int
     old_base: int
     compact: bool
-    head: object
-    owner_stage: object
+    prelude: object
 
     def finish(self, reports: list[tuple[int, int, np.ndarray]]) -> np.ndarray:
         """Per-worker UPDATE_FIELDS counters, from the (kind, worker, counters) reports."""
@@ -204,24 +215,18 @@ class BatchUpdate:
         return counters
 
 
-def begin_batch(spark, index: VersionedIndex, updates, compact: bool) -> BatchUpdate:
+def begin_batch(index: VersionedIndex, updates, compact: bool) -> BatchUpdate:
     """Plan batch index.version + 1 of updates (a pyarrow Table src, dst, diff, seq held by the
-    driver): the driver hands every update to the home of its pair with that worker's first task; the
-    home applies them and sends the relation's net changes to their key owners."""
+    driver): the driver hands every update to the owners of both its endpoints."""
     root, workers, k, b = str(index.root), index.workers, index.version + 1, index.base
-    tokens = exchange.routing_tokens(spark, workers)
     rank = _ranks(root)
     s, d = rank(updates.column("src").to_numpy()), rank(updates.column("dst").to_numpy())
-    home = np.minimum(s, d) if index.undirected else s
+    owners, rows = _pair_owners(s, d, workers)
     columns = [s.astype(np.int32), d.astype(np.int32), updates.column("diff").to_numpy().astype(np.int8),
                updates.column("seq").to_numpy().astype(np.int64)]
-    homed = {q: exchange.pack(OPS, q, [c[sel] for c in columns])
-             for q, sel in exchange.by_destination(exchange.partition_of(home, workers), workers)}
-    head = (spark.range(0, workers, 1, workers)
-            .mapInArrow(_apply_updates(root, workers, index.undirected, tokens, k, b, compact, homed), exchange.SCHEMA)
-            .repartition(workers, "token"))
+    homed = exchange.split(OPS, owners, [c[rows] for c in columns], workers)
     index.version, index.base = k, (k if compact else b)
-    return BatchUpdate(index, k, b, compact, head, _apply_changes(root, k, b, compact))
+    return BatchUpdate(index, k, b, compact, _apply_batch(root, workers, index.undirected, k, b, compact, homed))
 
 
 def seeds_dir(root, k: int) -> str:
@@ -261,65 +266,71 @@ class EdgeSet:
         return all_codes[order], np.concatenate([self.present[keep], present])[order]
 
 
-def _apply_updates(root: str, workers: int, undirected: bool, tokens: np.ndarray, k: int, b: int, compact: bool,
-                   homed: dict[int, bytes]):
-    """Stage 1, at each pair's home: set semantics, in order; the relation's net changes."""
-    def apply(iterator):
+def _apply_batch(root: str, workers: int, undirected: bool, k: int, b: int, compact: bool, homed: dict[int, bytes]):
+    """At worker p: apply the updates it was handed (set semantics, in order) to its copy of the edge
+    set, then the net changes of the lists it owns to its overlay; returns its reports as blobs."""
+    def apply(iterator, p: int) -> list[bytes]:
         for _ in iterator:
             pass
-        p = exchange.current_partition()
-        parts = [exchange.unpack(homed[p])[3]] if p in homed else []
-        s, d, diff, seq = (np.concatenate([a[i] for a in parts]) if parts else np.zeros(0, dt)
-                           for i, dt in enumerate((np.int32, np.int32, np.int8, np.int64)))
-        codes = _code(s, d)
-        order = np.lexsort((seq, codes))
-        codes, insert = codes[order], diff[order] > 0
-        first = np.r_[True, codes[1:] != codes[:-1]] if len(codes) else np.zeros(0, np.bool_)
-        last = np.r_[first[1:], True] if len(codes) else first
-        edges = EdgeSet(root, p, k, b)
-        touched = codes[last]
-        before, after = edges.contains(touched), insert[last]
-        # Each update sees the state its predecessor on the same pair left (or the state before the batch).
-        state = np.empty(len(codes), np.bool_)
-        state[1:] = insert[:-1]
-        state[first] = before
-        counters = np.zeros(len(UPDATE_FIELDS), np.int64)
-        counters[:6] = (len(codes), len(touched), (insert & state).sum(), (~insert & ~state).sum(),
-                        (after & ~before).sum(), (~after & before).sum())
-        changed_codes, changed_present = edges.updated(touched, after)
-        if compact:  # fold every change into a new base
-            base = np.union1d(np.asarray(edges.base)[~_lookup(changed_codes, edges.base)[0]], changed_codes[changed_present])
-            _save(os.path.join(root, f"edges-{k}"), **{f"p{p}": base})
-            changed_codes, changed_present = changed_codes[:0], changed_present[:0]
-        directory = os.path.join(root, f"changed-{k}")
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".p{p}.{os.getpid()}.npz")
-        np.savez(tmp, codes=changed_codes, present=changed_present)
-        os.replace(tmp, os.path.join(directory, f"p{p}.npz"))
-        # The relation's net changes: the directed pairs themselves, or the simple graph's edges.
-        if undirected:
-            ts, td = touched >> 32, touched & LOW32
-            lo, hi = np.minimum(ts, td), np.maximum(ts, td)
-            pairs = np.unique(_code(lo, hi)[ts != td])
-            a, c = pairs >> 32, pairs & LOW32
-            fwd, rev = _code(a, c), _code(c, a)
-            was = _lookup_state(touched, before, fwd, edges) | _lookup_state(touched, before, rev, edges)
-            now = _lookup_state(touched, after, fwd, edges) | _lookup_state(touched, after, rev, edges)
-        else:
-            a, c, was, now = touched >> 32, touched & LOW32, before, after
-        delta = now.astype(np.int8) - was.astype(np.int8)
-        moved = delta != 0
-        a, c, delta = a[moved].astype(np.int32), c[moved].astype(np.int32), delta[moved]
-        counters[6:] = (delta > 0).sum(), (delta < 0).sum()
-        keys = np.concatenate([a, c])
-        values = np.concatenate([c, a])
-        kinds = np.repeat(np.array([0, 1], np.int8), len(a))
-        diffs = np.concatenate([delta, delta])
-        out_tokens, payloads = exchange.route(CHANGES, exchange.partition_of(keys, workers), [keys, values, kinds, diffs], tokens, workers)
-        out_tokens.append(int(tokens[p]))
-        payloads.append(exchange.pack(UPDATE_STATS, p, [counters]))
-        yield exchange.blobs_batch(out_tokens, payloads)
+        keys, values, kinds, diffs, counters = _apply_updates(root, workers, undirected, k, b, compact, p, homed.get(p))
+        return _apply_changes(root, k, b, compact, p, keys, values, kinds, diffs) + [exchange.pack(UPDATE_STATS, p, [counters])]
     return apply
+
+
+def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, compact: bool, p: int, blob: bytes | None):
+    """(keys, values, kinds, diffs, counters): the net changes of the relation entries keyed at p, and
+    the UPDATE_FIELDS counters of the pairs homed at p."""
+    s, d, diff, seq = (exchange.unpack(blob)[3] if blob is not None else
+                       [np.zeros(0, dt) for dt in (np.int32, np.int32, np.int8, np.int64)])
+    codes = _code(s, d)
+    order = np.lexsort((seq, codes))
+    codes, insert = codes[order], diff[order] > 0
+    first = np.r_[True, codes[1:] != codes[:-1]] if len(codes) else np.zeros(0, np.bool_)
+    last = np.r_[first[1:], True] if len(codes) else first
+    edges = EdgeSet(root, p, k, b)
+    touched = codes[last]
+    before, after = edges.contains(touched), insert[last]
+    # Each update sees the state its predecessor on the same pair left (or the state before the batch).
+    state = np.empty(len(codes), np.bool_)
+    state[1:] = insert[:-1]
+    state[first] = before
+    ts, td = touched >> 32, touched & LOW32
+    mine = exchange.partition_of(np.minimum(ts, td) if undirected else ts, workers) == p  # pairs homed here
+    mine_rows = np.repeat(mine, np.diff(np.r_[np.flatnonzero(first), len(codes)])) if len(codes) else first
+    counters = np.zeros(len(UPDATE_FIELDS), np.int64)
+    counters[:6] = (mine_rows.sum(), mine.sum(), (insert & state & mine_rows).sum(), (~insert & ~state & mine_rows).sum(),
+                    (after & ~before & mine).sum(), (~after & before & mine).sum())
+    changed_codes, changed_present = edges.updated(touched, after)
+    if compact:  # fold every change into a new base
+        base = np.union1d(np.asarray(edges.base)[~_lookup(changed_codes, edges.base)[0]], changed_codes[changed_present])
+        _save(os.path.join(root, f"edges-{k}"), **{f"p{p}": base})
+        changed_codes, changed_present = changed_codes[:0], changed_present[:0]
+    directory = os.path.join(root, f"changed-{k}")
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".p{p}.{os.getpid()}.npz")
+    np.savez(tmp, codes=changed_codes, present=changed_present)
+    os.replace(tmp, os.path.join(directory, f"p{p}.npz"))
+    # The relation's net changes: the directed pairs themselves, or the simple graph's edges.
+    if undirected:
+        lo, hi = np.minimum(ts, td), np.maximum(ts, td)
+        pairs = np.unique(_code(lo, hi)[ts != td])
+        a, c = pairs >> 32, pairs & LOW32
+        fwd, rev = _code(a, c), _code(c, a)
+        was = _lookup_state(touched, before, fwd, edges) | _lookup_state(touched, before, rev, edges)
+        now = _lookup_state(touched, after, fwd, edges) | _lookup_state(touched, after, rev, edges)
+    else:
+        a, c, was, now = ts, td, before, after
+    delta = now.astype(np.int8) - was.astype(np.int8)
+    moved = delta != 0
+    a, c, delta = a[moved].astype(np.int32), c[moved].astype(np.int32), delta[moved]
+    owner_a, owner_c = exchange.partition_of(a, workers) == p, exchange.partition_of(c, workers) == p
+    counters[6:] = (delta[owner_a] > 0).sum(), (delta[owner_a] < 0).sum()
+    # Forward entries (a -> c) at a's owner, reverse entries (c -> a) at c's owner.
+    keys = np.concatenate([a[owner_a], c[owner_c]])
+    values = np.concatenate([c[owner_a], a[owner_c]])
+    kinds = np.concatenate([np.zeros(owner_a.sum(), np.int8), np.ones(owner_c.sum(), np.int8)])
+    diffs = np.concatenate([delta[owner_a], delta[owner_c]])
+    return keys, values, kinds, diffs, counters
 
 
 def _lookup_state(touched: np.ndarray, state: np.ndarray, codes: np.ndarray, edges: EdgeSet) -> np.ndarray:
@@ -330,51 +341,44 @@ def _lookup_state(touched: np.ndarray, state: np.ndarray, codes: np.ndarray, edg
     return out
 
 
-def _apply_changes(root: str, k: int, b: int, compact: bool):
-    """Stage 2, at each key's owner: overlay k (after folding overlay k - 1 into base k if asked) and
-    the seeds; returns this worker's reports as blobs."""
-    def apply(iterator, p: int) -> list[bytes]:
-        parts, side = [], []
-        for kind, _, arrays in exchange.received(iterator, p):
-            (parts if kind == CHANGES else side).append(arrays)
-        keys, values, kinds, diffs = (np.concatenate([a[i] for a in parts]) if parts else np.zeros(0, dt)
-                                      for i, dt in enumerate((np.int32, np.int32, np.int8, np.int8)))
-        base = _load_lists(os.path.join(base_dir(root, b), f"p{p}"))
-        previous = _overlay(root, k - 1, p)
-        if compact:
-            all_keys = np.union1d(base[0], previous[0]).astype(np.int32)
-            lists = [_merged(all_keys, base[0], base[1][row], base[2 + row], previous[0], previous[1][row],
-                             previous[2 + row], previous[4 + row]) for row in (0, 1)]
-            offsets = np.stack([_offsets(counts) for counts, _ in lists])
-            base = (all_keys, offsets, lists[0][1], lists[1][1])
-            _save(os.path.join(base_dir(root, k), f"p{p}"), keys=all_keys, offsets=offsets, forward=lists[0][1], reverse=lists[1][1])
-            previous = EMPTY_OVERLAY
-        # The delta queries start here: every change with its key local (key, value, diff, 0 forward | 1 reverse).
-        _save(os.path.join(root, f"seeds-{k}"), **{f"p{p}": np.stack([keys, values, diffs.astype(np.int32), kinds.astype(np.int32)])})
-        okeys = np.union1d(previous[0], keys).astype(np.int32)
-        rows_new, rows_old, vals, signs = [], [], [], []
-        for row in (0, 1):
-            counts, before, before_sign = _gather_changes(okeys, previous[0], previous[1][row], previous[2 + row], previous[4 + row])
-            sel = kinds == row
-            slot = np.concatenate([np.repeat(np.arange(len(okeys), dtype=np.int64), counts),
-                                   np.searchsorted(okeys, keys[sel]).astype(np.int64)])
-            codes = (slot << 32) | np.concatenate([before, values[sel]]).astype(np.int64)
-            net_codes, where = np.unique(codes, return_inverse=True)
-            net = np.bincount(where, weights=np.concatenate([before_sign, diffs[sel]]), minlength=len(net_codes)).astype(np.int8)
-            if (np.abs(net) > 1).any():
-                raise RuntimeError(f"batch {k}: inconsistent changes at worker {p}")
-            kept = net != 0
-            after = (net_codes[kept] & LOW32).astype(np.int32)
-            rows_new.append(_offsets(np.bincount((net_codes[kept] >> 32).astype(np.int64), minlength=len(okeys))))
-            rows_old.append(_offsets(counts) + len(after))
-            vals.append(np.concatenate([after, before]))
-            signs.append(np.concatenate([net[kept], before_sign]))
-        _save(os.path.join(root, f"overlay-{k}", f"p{p}"), keys=okeys, offsets=np.stack(rows_new + rows_old),
-              forward=vals[0], reverse=vals[1], fsign=signs[0], rsign=signs[1])
-        sizes = np.array([len(base[0]), len(base[2]) + len(base[3]), len(okeys),
-                          int(rows_new[0][-1] + rows_new[1][-1]), int(compact)], np.int64)
-        return [exchange.pack(INDEX_STATS, p, [sizes])] + [exchange.pack(UPDATE_STATS, p, [a[0]]) for a in side]
-    return apply
+def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, values, kinds, diffs) -> list[bytes]:
+    """Overlay k of worker p (after folding overlay k - 1 into base k if asked) and the seeds, from
+    the net changes of its lists; returns its INDEX_STATS report."""
+    base = _load_lists(os.path.join(base_dir(root, b), f"p{p}"))
+    previous = _overlay(root, k - 1, p)
+    if compact:
+        all_keys = np.union1d(base[0], previous[0]).astype(np.int32)
+        lists = [_merged(all_keys, base[0], base[1][row], base[2 + row], previous[0], previous[1][row],
+                         previous[2 + row], previous[4 + row]) for row in (0, 1)]
+        offsets = np.stack([_offsets(counts) for counts, _ in lists])
+        base = (all_keys, offsets, lists[0][1], lists[1][1])
+        _save(os.path.join(base_dir(root, k), f"p{p}"), keys=all_keys, offsets=offsets, forward=lists[0][1], reverse=lists[1][1])
+        previous = EMPTY_OVERLAY
+    # The delta queries start here: every change with its key local (key, value, diff, 0 forward | 1 reverse).
+    _save(os.path.join(root, f"seeds-{k}"), **{f"p{p}": np.stack([keys, values, diffs.astype(np.int32), kinds.astype(np.int32)])})
+    okeys = np.union1d(previous[0], keys).astype(np.int32)
+    rows_new, rows_old, vals, signs = [], [], [], []
+    for row in (0, 1):
+        counts, before, before_sign = _gather_changes(okeys, previous[0], previous[1][row], previous[2 + row], previous[4 + row])
+        sel = kinds == row
+        slot = np.concatenate([np.repeat(np.arange(len(okeys), dtype=np.int64), counts),
+                               np.searchsorted(okeys, keys[sel]).astype(np.int64)])
+        codes = (slot << 32) | np.concatenate([before, values[sel]]).astype(np.int64)
+        net_codes, where = np.unique(codes, return_inverse=True)
+        net = np.bincount(where, weights=np.concatenate([before_sign, diffs[sel]]), minlength=len(net_codes)).astype(np.int8)
+        if (np.abs(net) > 1).any():
+            raise RuntimeError(f"batch {k}: inconsistent changes at worker {p}")
+        kept = net != 0
+        after = (net_codes[kept] & LOW32).astype(np.int32)
+        rows_new.append(_offsets(np.bincount((net_codes[kept] >> 32).astype(np.int64), minlength=len(okeys))))
+        rows_old.append(_offsets(counts) + len(after))
+        vals.append(np.concatenate([after, before]))
+        signs.append(np.concatenate([net[kept], before_sign]))
+    _save(os.path.join(root, f"overlay-{k}", f"p{p}"), keys=okeys, offsets=np.stack(rows_new + rows_old),
+          forward=vals[0], reverse=vals[1], fsign=signs[0], rsign=signs[1])
+    sizes = np.array([len(base[0]), len(base[2]) + len(base[3]), len(okeys),
+                      int(rows_new[0][-1] + rows_new[1][-1]), int(compact), _worker_bytes(root, p, k if compact else b, k)], np.int64)
+    return [exchange.pack(INDEX_STATS, p, [sizes])]
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:
