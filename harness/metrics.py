@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
 import urllib.request
 from contextlib import contextmanager
 
@@ -64,8 +65,16 @@ class SparkCounters:
                       spill_bytes=0, spill_memory_bytes=0, peak_exec_memory_bytes=0, tasks=0, stages=0)
         per_round = []
         peaks = {k: 0 for k in _EXEC_METRICS}
+        evicted = 0
         for sid in stage_ids:
-            for attempt in self._get(f"/stages/{sid}"):
+            try:
+                attempts = self._get(f"/stages/{sid}")
+            except urllib.error.HTTPError as exc:
+                if exc.code != 404:
+                    raise
+                evicted += 1  # dropped from the status store (spark.ui.retainedStages): totals are incomplete
+                continue
+            for attempt in attempts:
                 if attempt["status"] not in ("COMPLETE", "FAILED"):
                     continue  # skipped: its shuffle output was reused
                 totals["stages"] += 1
@@ -116,6 +125,7 @@ class SparkCounters:
             executor_peak_python_rss_bytes=peaks["ProcessTreePythonRSSMemory"] or None,
             driver_peak_jvm_heap_bytes=self._driver_peak_heap(),
             jobs=len(jobs),
+            stages_evicted=evicted,
             per_round=per_round,
         )
 

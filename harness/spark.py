@@ -53,8 +53,8 @@ def get_session(master: str | None = None, workers: int = 2):
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.ui.enabled", "true")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.ui.retainedJobs", "5000")
-        .config("spark.ui.retainedStages", "5000")
+        .config("spark.ui.retainedJobs", "20000")  # a dynamic run's recounts run thousands of stages
+        .config("spark.ui.retainedStages", "50000")
         .config("spark.ui.retainedTasks", "500000")
         .config("spark.local.dir", str(scratch))
         .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
