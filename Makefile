@@ -8,7 +8,11 @@ TIER   ?=
 MASTER_FLAG := $(if $(SPARK_MASTER),--master $(SPARK_MASTER),)
 TIER_FLAG   := $(if $(TIER),--tier $(TIER),)
 
-.PHONY: bench test java venv clean-cache
+GATE_TIMING ?= binding
+MICRO := $(PY) -m pytest -q -p no:cacheprovider tests/benchmarks --benchmark-enable --benchmark-only \
+         --benchmark-storage=results/baselines/micro --benchmark-sort=name
+
+.PHONY: bench test gate baseline report java venv clean-cache
 
 java:
 	@$(PYTHON) harness/check_java.py
@@ -26,6 +30,21 @@ bench: java $(STAMP)
 
 test: java $(STAMP)
 	$(PY) -m pytest -q
+
+# Rerun results/baselines/gate.json and compare (PAIRED=1: rerun the baseline's commit beside this
+# tree for the times); then time the primitives against the saved run.
+# `python -m harness gate` exits 1 on a regression and 2 on a failure (make itself then exits 2).
+gate: java $(STAMP)
+	$(PY) -m harness gate --timing $(GATE_TIMING) $(if $(PAIRED),--paired,) $(MASTER_FLAG)
+	$(MICRO) --benchmark-compare $(if $(filter binding,$(GATE_TIMING)),--benchmark-compare-fail=median:25%,)
+
+# Record both baselines from a clean tree (the harness refuses a dirty one).
+baseline: java $(STAMP)
+	$(PY) -m harness baseline $(MASTER_FLAG)
+	$(MICRO) --benchmark-save=baseline
+
+report: $(STAMP)
+	$(PY) -m harness report
 
 clean-cache:
 	rm -rf .cache

@@ -1,5 +1,6 @@
-"""Command line: `python -m harness run ...` and `python -m harness bench WORKLOAD`.
-Exit 0 only if every run is OK; 2 otherwise (bad input included, with a one-line error)."""
+"""Command line: `python -m harness run ...`, `bench WORKLOAD`, `baseline`, `gate` and `report`.
+run and bench exit 0 only if every run is OK, 2 otherwise (bad input included, with a one-line error);
+gate exits 0 on a pass, 1 on a regression and 2 on a failure."""
 from __future__ import annotations
 
 import argparse
@@ -69,23 +70,31 @@ def cmd_run(args) -> int:
     return 0 if record["status"] == "OK" else 2
 
 
-def cmd_bench(args) -> int:
+def _checked_workload(name: str, tier: str | None, trials: int | None = None):
+    """The workload, with every query, implementation and dataset name checked before Spark starts:
+    bad input fails fast and writes nothing."""
     from . import datasets, workload as workloads
     from .query import load_query, make_join_spec
-    from .runner import Runner
     import implementations
 
-    wl = workloads.load(args.workload, args.tier)
-    requests = wl.requests()
-    # Check every name before starting Spark: bad input fails fast and writes nothing.
-    for req in requests:
+    wl = workloads.load(name, tier)
+    if trials is not None:
+        wl.trials = trials
+    for req in wl.requests():
         implementations.get(req.impl)
         query, options = load_query(req.query)
         make_join_spec(query, req.semantics, req.attribute_order, **options)
-    for name in wl.datasets:
-        datasets.resolve(name)
-    out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-{_slug(wl.name)}"
-    runner = Runner(args.master, wl.workers[0])
+    for dataset in wl.datasets:
+        datasets.resolve(dataset)
+    return wl
+
+
+def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
+    """Run every request of a workload, writing each record to out_dir as it completes."""
+    from .runner import Runner
+
+    requests = wl.requests()
+    runner = Runner(master, wl.workers[0])
     records = []
     console.print(f"[bold]{wl.name}[/] ({wl.tier} tier): {len(requests)} runs -> {out_dir}")
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -101,6 +110,13 @@ def cmd_bench(args) -> int:
             mark = "[green]OK[/]" if record["status"] == "OK" else f"[red]{record['status']}[/]"
             progress.console.print(f"{label}: {mark} count={fmt_int(record.get('count'))} query_s={record['metrics'].get('query_s', '-')}")
             progress.advance(task)
+    return records
+
+
+def cmd_bench(args) -> int:
+    wl = _checked_workload(args.workload, args.tier, args.trials)
+    out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-{_slug(wl.name)}"
+    records = _execute(wl, args.master, out_dir)
     console.print(results_table(records, f"{wl.name} ({wl.tier} tier)"))
     for extra in (logical_table(records, "logical counters (MPC model)"), shares_table(records, "Shares grid"),
                   balance_table(records, "per-worker balance (BiGJoin family)"),
@@ -117,6 +133,56 @@ def cmd_bench(args) -> int:
     _report_failures(records)
     console.print(f"results: {out_dir}")
     return 0 if all(r["status"] == "OK" for r in records) else 2
+
+
+def cmd_baseline(args) -> int:
+    from . import gate
+    from .results import git_info
+
+    if git_info().get("dirty") is not False:
+        raise DataError("baseline: refusing to record from a dirty (or unknown) tree: commit or stash your changes first")
+    trials = max(args.trials, gate.MIN_TRIALS)
+    wl = _checked_workload(args.workload, args.tier, trials)
+    name = args.name or _slug(wl.name if wl.tier == "default" else f"{wl.name}-{wl.tier}")
+    path = gate.BASELINE_DIR / f"{name}.json"
+    records = _execute(wl, args.master, RESULTS_DIR / "runs" / f"{new_run_id()}-baseline-{name}")
+    baseline = gate.make_baseline(name, args.workload, args.tier, records, args.threshold)
+    write_json_atomic(path, baseline)
+    console.print(f"baseline: {path} ({len(baseline['runs'])} runs x {trials} trials, commit {str(baseline['git']['commit'])[:7]})")
+    return 0
+
+
+def cmd_gate(args) -> int:
+    from . import gate
+    from .results import machine_info
+
+    path = Path(args.baseline)
+    baseline = gate.load_baseline(path)
+    trials = max(int(baseline["trials"]), gate.MIN_TRIALS)
+    wl = _checked_workload(baseline["workload"], baseline.get("tier"), trials)
+    out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-gate-{_slug(path.stem)}"
+    if args.paired:
+        old, records = gate.run_paired(baseline, trials, out_dir, args.master, console.print)
+        baseline = gate.with_paired_times(baseline, old, machine_info())
+    else:
+        records = _execute(wl, args.master, out_dir)
+    comparison = gate.compare(baseline, gate.summarize(records), machine_info(), args.threshold, args.timing)
+    lines = gate.render(comparison, baseline, path, args.verbose)
+    write_json_atomic(out_dir / "gate.json", {"baseline": str(path), "exit_code": comparison.exit_code, "timing": args.timing,
+                                              "paired": args.paired, "same_machine": comparison.same_machine,
+                                              "findings": [vars(f) for f in comparison.findings]})
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
+    return comparison.exit_code
+
+
+def cmd_report(args) -> int:
+    from . import report
+
+    page = report.build(Path(args.runs), Path(args.out))
+    pngs = sorted(p.name for p in page.parent.glob("*.png"))
+    console.print(f"report: {page} ({len(pngs)} plots: {', '.join(pngs)})")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,7 +213,32 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("workload", help="name under workloads/ or a YAML path")
     bench.add_argument("--tier", default=None, help="a tier defined in the workload (default: its base settings)")
     bench.add_argument("--results", default=None, help="directory for the run files")
+    bench.add_argument("--trials", type=int, default=None, help="override the workload's trials")
     bench.set_defaults(fn=cmd_bench)
+
+    base = sub.add_parser("baseline", parents=[common], help="record a regression baseline (clean tree only)")
+    base.add_argument("--workload", default="gate", help="workload name or YAML path (default: gate)")
+    base.add_argument("--tier", default=None)
+    base.add_argument("--name", default=None, help="baseline name (default: the workload's): results/baselines/NAME.json")
+    base.add_argument("--trials", type=int, default=3, help="trials per run (at least 3)")
+    base.add_argument("--threshold", type=float, default=0.25, help="time regression threshold stored with it (0.25 = 25%%)")
+    base.set_defaults(fn=cmd_baseline)
+
+    gt = sub.add_parser("gate", parents=[common], help="rerun a baseline's workload and compare (exit 0 pass, 1 regression, 2 failure)")
+    gt.add_argument("--baseline", default=str(Path("results") / "baselines" / "gate.json"))
+    gt.add_argument("--timing", choices=["binding", "advisory"], default="binding",
+                    help="advisory: report slower runs without failing (shared CI machines)")
+    gt.add_argument("--threshold", type=float, default=None, help="override the baseline's time threshold")
+    gt.add_argument("--verbose", action="store_true", help="show every check, not only the flagged ones")
+    gt.add_argument("--results", default=None, help="directory for the run files and gate.json")
+    gt.add_argument("--paired", action="store_true",
+                    help="also rerun the baseline's commit here, alternating trials, and compare times with those")
+    gt.set_defaults(fn=cmd_gate)
+
+    rep = sub.add_parser("report", help="tables and plots of the recorded runs (Markdown page + PNG)")
+    rep.add_argument("--runs", default=str(RESULTS_DIR / "runs"), help="directory of run directories")
+    rep.add_argument("--out", default=str(RESULTS_DIR / "report"), help="where index.md and the plots go")
+    rep.set_defaults(fn=cmd_report)
 
     ds = sub.add_parser("datasets", parents=[common], help="list, fetch, verify datasets; make update streams")
     ds.add_argument("action", choices=["list", "fetch", "verify", "convert", "stream"])

@@ -51,9 +51,15 @@ def machine_info() -> dict:
     except OSError:
         pass
     java = check_java.java_version()
+    cpu_model = None
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu_model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), None)
+    except OSError:
+        pass
     return {
         "hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
-        "cpus": os.cpu_count(), "memory_bytes": mem, "python": platform.python_version(),
+        "cpus": os.cpu_count(), "cpu_model": cpu_model, "memory_bytes": mem, "python": platform.python_version(),
         "java": java[1] if java else None,
     }
 
