@@ -41,12 +41,13 @@ def test_canonicalize(benchmark, raw, simple_graph):
         edges, meta = datasets.canonicalize(raw, "undirected")
         return edges.count(), meta
 
-    count, meta = benchmark.pedantic(run, rounds=3, iterations=1)
+    count, meta = benchmark.pedantic(run, rounds=5, iterations=1, warmup_rounds=1)
     assert count == meta["edges"] == simple_graph.number_of_edges()
 
 
 def test_index_build(benchmark, spark, relation, simple_graph):
-    index = benchmark.pedantic(lambda: distributed_index.build(spark, relation, True, 2), rounds=3, iterations=1)
+    index = benchmark.pedantic(lambda: distributed_index.build(spark, relation, True, 2), rounds=5, iterations=1,
+                                   warmup_rounds=1)
     assert int(index.forward.sum() + index.reverse.sum()) == 2 * simple_graph.number_of_edges()
 
 
