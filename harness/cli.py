@@ -146,7 +146,7 @@ def cmd_baseline(args) -> int:
     name = args.name or _slug(wl.name if wl.tier == "default" else f"{wl.name}-{wl.tier}")
     path = gate.BASELINE_DIR / f"{name}.json"
     records = _execute(wl, args.master, RESULTS_DIR / "runs" / f"{new_run_id()}-baseline-{name}")
-    baseline = gate.make_baseline(name, args.workload, args.tier, records, args.threshold)
+    baseline = gate.make_baseline(name, args.workload, args.tier, records, args.threshold, args.min_seconds)
     write_json_atomic(path, baseline)
     console.print(f"baseline: {path} ({len(baseline['runs'])} runs x {trials} trials, commit {str(baseline['git']['commit'])[:7]})")
     return 0
@@ -166,7 +166,7 @@ def cmd_gate(args) -> int:
         baseline = gate.with_paired_times(baseline, old, machine_info())
     else:
         records = _execute(wl, args.master, out_dir)
-    comparison = gate.compare(baseline, gate.summarize(records), machine_info(), args.threshold, args.timing)
+    comparison = gate.compare(baseline, gate.summarize(records), machine_info(), args.threshold, args.timing, args.min_seconds)
     lines = gate.render(comparison, baseline, path, args.verbose)
     write_json_atomic(out_dir / "gate.json", {"baseline": str(path), "exit_code": comparison.exit_code, "timing": args.timing,
                                               "paired": args.paired, "same_machine": comparison.same_machine,
@@ -222,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--name", default=None, help="baseline name (default: the workload's): results/baselines/NAME.json")
     base.add_argument("--trials", type=int, default=3, help="trials per run (at least 3)")
     base.add_argument("--threshold", type=float, default=0.25, help="time regression threshold stored with it (0.25 = 25%%)")
+    base.add_argument("--min-seconds", type=float, default=0.5, help="and the least slowdown in seconds that counts")
     base.set_defaults(fn=cmd_baseline)
 
     gt = sub.add_parser("gate", parents=[common], help="rerun a baseline's workload and compare (exit 0 pass, 1 regression, 2 failure)")
@@ -229,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     gt.add_argument("--timing", choices=["binding", "advisory"], default="binding",
                     help="advisory: report slower runs without failing (shared CI machines)")
     gt.add_argument("--threshold", type=float, default=None, help="override the baseline's time threshold")
+    gt.add_argument("--min-seconds", type=float, default=None, help="override the baseline's least slowdown that counts")
     gt.add_argument("--verbose", action="store_true", help="show every check, not only the flagged ones")
     gt.add_argument("--results", default=None, help="directory for the run files and gate.json")
     gt.add_argument("--paired", action="store_true",

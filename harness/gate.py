@@ -4,7 +4,8 @@ clean tree; the gate reruns the workload and compares run by run:
   - logical counters (tuples exchanged, rounds, peak prefixes in flight, ...) must be within ±2%:
     they are deterministic for a fixed seed and W;
   - time (index_s, query_s) regresses only if the median of >= 3 trials exceeds the baseline's median
-    by more than the threshold AND so does every new trial (consistent: one fast trial says noise).
+    by more than the threshold (and by at least min_seconds) AND so does every new trial (consistent:
+    one fast trial says noise).
 A baseline from another machine is flagged and its times are not compared. With `paired`, the
 baseline's commit is checked out beside the tree and both run trial by trial, alternating, in this
 gate; the times compared are those, so old and new share the machine and its load.
@@ -28,6 +29,7 @@ DEFAULT_BASELINE = BASELINE_DIR / "gate.json"
 SCHEMA = "harness-baseline/1"
 COUNTER_TOLERANCE = 0.02
 DEFAULT_TIME_THRESHOLD = 0.25
+DEFAULT_MIN_SECONDS = 0.5  # and by at least this much: sub-second phases jitter by more than 25%
 MIN_TRIALS = 3
 TIMES = ("index_s", "query_s")
 PASS, REGRESSION, FAILURE = 0, 1, 2
@@ -74,7 +76,8 @@ def summarize(records: list[dict]) -> dict[str, dict]:
     return runs
 
 
-def make_baseline(name: str, workload: str, tier: str | None, records: list[dict], threshold: float) -> dict:
+def make_baseline(name: str, workload: str, tier: str | None, records: list[dict], threshold: float,
+                  min_seconds: float = DEFAULT_MIN_SECONDS) -> dict:
     bad = [f"{run_key(r)}: {r['status']}" for r in records if r["status"] != "OK"]
     if bad:
         raise DataError(f"baseline {name}: every run must be OK, got {bad[0]}")
@@ -84,6 +87,7 @@ def make_baseline(name: str, workload: str, tier: str | None, records: list[dict
             raise DataError(f"baseline {name}: {key}: trials disagree on the count {sorted(set(entry['count']))}")
     return {"schema": SCHEMA, "name": name, "workload": workload, "tier": tier, "created": results.now_iso(),
             "git": records[0]["git"], "machine": records[0]["machine"], "time_threshold": threshold,
+            "min_seconds": min_seconds,
             "trials": max(len(e["count"]) for e in runs.values()), "runs": runs}
 
 
@@ -176,10 +180,11 @@ class Comparison:
 
 
 def compare(baseline: dict, current: dict[str, dict], machine: dict, threshold: float | None = None,
-            timing: str = "binding") -> Comparison:
+            timing: str = "binding", min_seconds: float | None = None) -> Comparison:
     """Compare summarized runs with a baseline. `timing` is "binding" (a slower run is a regression)
     or "advisory" (reported, never failing: for shared CI machines)."""
     threshold = baseline.get("time_threshold", DEFAULT_TIME_THRESHOLD) if threshold is None else threshold
+    min_seconds = baseline.get("min_seconds", DEFAULT_MIN_SECONDS) if min_seconds is None else min_seconds
     out = Comparison(same_machine=machine_key(baseline["machine"]) == machine_key(machine))
     for key, old in baseline["runs"].items():
         new = current.get(key)
@@ -207,7 +212,7 @@ def compare(baseline: dict, current: dict[str, dict], machine: dict, threshold: 
                                         f"{change:+.1%}" if change else ""))
         for t in TIMES:
             out.findings.append(_compare_times(key, t, old["times"].get(t, []), new["times"].get(t, []), threshold,
-                                               timing, out.same_machine))
+                                               min_seconds, timing, out.same_machine))
     for key in sorted(set(current) - set(baseline["runs"])):
         out.findings.append(Finding(key, "run", "missing", "present", "advisory", "new run, not in the baseline"))
     return out
@@ -219,23 +224,26 @@ def _relative(before: float, after: float) -> float:
     return (after - before) / abs(before) if before else float("inf")
 
 
-def _compare_times(key: str, name: str, old: list[float], new: list[float], threshold: float, timing: str,
-                   same_machine: bool) -> Finding:
+def _compare_times(key: str, name: str, old: list[float], new: list[float], threshold: float, min_seconds: float,
+                   timing: str, same_machine: bool) -> Finding:
     if not old or not new:
         return Finding(key, name, old or None, new or None, "not compared", "no times")
     before, after = statistics.median(old), statistics.median(new)
     ratio = after / before if before > 0 else float("inf")
-    text = f"x{ratio:.2f} (median of {len(new)} vs {len(old)}; threshold {threshold:.0%})"
+    text = f"x{ratio:.2f} (median of {len(new)} vs {len(old)}; threshold {threshold:.0%} and {min_seconds:g} s)"
     if not same_machine:
         return Finding(key, name, before, after, "not compared", text + "; baseline from another machine")
     if len(old) < MIN_TRIALS or len(new) < MIN_TRIALS:
         return Finding(key, name, before, after, "not compared", text + f"; needs {MIN_TRIALS} trials each")
-    consistent = min(new) > before * (1 + threshold)  # every new trial, not just the median
-    if ratio > 1 + threshold and consistent:
+    bound = max(before * (1 + threshold), before + min_seconds)
+    consistent = min(new) > bound  # every new trial, not just the median
+    if after > bound and consistent:
         return Finding(key, name, before, after, "regression" if timing == "binding" else "advisory",
                        text + "; every trial past the threshold")
-    if ratio > 1 + threshold:
+    if after > bound:
         return Finding(key, name, before, after, "ok", text + "; not every trial past the threshold (noise)")
+    if ratio > 1 + threshold:
+        return Finding(key, name, before, after, "ok", text + f"; less than {min_seconds:g} s slower")
     return Finding(key, name, before, after, "ok", text)
 
 
