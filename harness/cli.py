@@ -146,7 +146,9 @@ def cmd_baseline(args) -> int:
     name = args.name or _slug(wl.name if wl.tier == "default" else f"{wl.name}-{wl.tier}")
     path = gate.BASELINE_DIR / f"{name}.json"
     records = _execute(wl, args.master, RESULTS_DIR / "runs" / f"{new_run_id()}-baseline-{name}")
-    baseline = gate.make_baseline(name, args.workload, args.tier, records, args.threshold, args.min_seconds)
+    threshold = next(v for v in (args.threshold, wl.time_threshold, gate.DEFAULT_TIME_THRESHOLD) if v is not None)
+    min_seconds = next(v for v in (args.min_seconds, wl.min_seconds, gate.DEFAULT_MIN_SECONDS) if v is not None)
+    baseline = gate.make_baseline(name, args.workload, args.tier, records, threshold, min_seconds)
     write_json_atomic(path, baseline)
     console.print(f"baseline: {path} ({len(baseline['runs'])} runs x {trials} trials, commit {str(baseline['git']['commit'])[:7]})")
     return 0
@@ -221,8 +223,10 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--tier", default=None)
     base.add_argument("--name", default=None, help="baseline name (default: the workload's): results/baselines/NAME.json")
     base.add_argument("--trials", type=int, default=3, help="trials per run (at least 3)")
-    base.add_argument("--threshold", type=float, default=0.25, help="time regression threshold stored with it (0.25 = 25%%)")
-    base.add_argument("--min-seconds", type=float, default=0.5, help="and the least slowdown in seconds that counts")
+    base.add_argument("--threshold", type=float, default=None,
+                      help="time regression threshold stored with it (default: the workload's time_threshold, else 0.25 = 25%%)")
+    base.add_argument("--min-seconds", type=float, default=None,
+                      help="and the least slowdown in seconds that counts (default: the workload's min_seconds, else 0.5)")
     base.set_defaults(fn=cmd_baseline)
 
     gt = sub.add_parser("gate", parents=[common], help="rerun a baseline's workload and compare (exit 0 pass, 1 regression, 2 failure)")

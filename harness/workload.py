@@ -18,7 +18,8 @@ from .verify import ORACLE_CHOICES
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
 
 _LIST_KEYS = {"queries", "semantics", "datasets", "implementations", "workers"}
-_SCALAR_KEYS = {"name", "description", "trials", "oracle", "timeout_s", "oracle_timeout_s", "params", "attribute_order", "updates"}
+_SCALAR_KEYS = {"name", "description", "trials", "oracle", "timeout_s", "oracle_timeout_s", "params", "attribute_order", "updates",
+                "time_threshold", "min_seconds"}
 _KEYS = _LIST_KEYS | _SCALAR_KEYS | {"tiers"}
 
 
@@ -39,6 +40,8 @@ class Workload:
     params: dict = field(default_factory=dict)
     attribute_order: list[str] | None = None
     tier: str = "default"
+    time_threshold: float | None = None  # the regression gate's, for baselines of this workload
+    min_seconds: float | None = None
 
     def requests(self) -> list[RunRequest]:
         """Every run, datasets outermost so each graph is loaded once."""
@@ -173,6 +176,7 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         workers=workers, trials=_number(data, "trials", path, 1, integer=True), oracle=oracle,
         timeout_s=_number(data, "timeout_s", path, 600.0), oracle_timeout_s=_number(data, "oracle_timeout_s", path, 600.0) or 600.0,
         params=params, attribute_order=order, tier=tier,
+        time_threshold=_number(data, "time_threshold", path, None), min_seconds=_number(data, "min_seconds", path, None),
     )
 
 

@@ -41,6 +41,8 @@ BASE = "queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary]\n
     ("oracle: sql\n", "key 'oracle' must be one of"),
     ("params: [1]\n", "key 'params' must be a mapping"),
     ("tiers: {big: {datasetz: [x]}}\n", r"tiers.big: unknown key 'datasetz'"),
+    ("time_threshold: -0.1\n", "key 'time_threshold' must be a positive number"),
+    ("min_seconds: soon\n", "key 'min_seconds' must be a positive number"),
 ])
 def test_schema_errors_name_the_key(tmp_path, extra, message):
     path = write(tmp_path, BASE + extra)
