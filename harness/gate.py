@@ -119,6 +119,10 @@ def run_paired(baseline: dict, trials: int, out_dir: Path, master: str | None = 
     found = subprocess.run(["git", "-C", str(results.REPO), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True)
     if found.returncode != 0:
         raise DataError(f"gate --paired: the baseline's commit {commit[:7]} is not in this repository")
+    from .datasets import cache_root, shared_root
+
+    # Both sides read the same shared datasets and graph cache (the old tree lives elsewhere).
+    env = dict(os.environ, HARNESS_SHARED=str(shared_root()), HARNESS_CACHE=str(cache_root()))
     sides: dict[str, list[dict]] = {"old": [], "new": []}
     with tempfile.TemporaryDirectory(prefix="harness-gate-") as tmp:
         old_tree = Path(tmp) / "old"
@@ -133,10 +137,11 @@ def run_paired(baseline: dict, trials: int, out_dir: Path, master: str | None = 
                     command += ["--tier", baseline["tier"]] if baseline.get("tier") else []
                     command += ["--master", master] if master else []
                     log(f"gate --paired: trial {trial + 1}/{trials}, {side} ({commit[:7] if side == 'old' else 'this tree'})")
-                    subprocess.run(command, cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree)), capture_output=True)
+                    done = subprocess.run(command, cwd=tree, env=env | {"PYTHONPATH": str(tree)}, capture_output=True, text=True)
                     records = read_records(target)
                     if not records:
-                        raise DataError(f"gate --paired: the {side} side wrote no results in {target}")
+                        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+                        raise DataError(f"gate --paired: the {side} side wrote no results in {target}: {last}")
                     sides[side].extend(records)
         finally:
             subprocess.run(["git", "-C", str(results.REPO), "worktree", "remove", "--force", str(old_tree)], capture_output=True)
