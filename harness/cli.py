@@ -230,7 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
     base.set_defaults(fn=cmd_baseline)
 
     gt = sub.add_parser("gate", parents=[common], help="rerun a baseline's workload and compare (exit 0 pass, 1 regression, 2 failure)")
-    gt.add_argument("--baseline", default=str(Path("results") / "baselines" / "gate.json"))
+    gt.add_argument("--baseline", default=str(Path("results") / "baselines" / "gate.json"),
+                    help="a baseline written by `baseline` (default: results/baselines/gate.json)")
     gt.add_argument("--timing", choices=["binding", "advisory"], default="binding",
                     help="advisory: report slower runs without failing (shared CI machines)")
     gt.add_argument("--threshold", type=float, default=None, help="override the baseline's time threshold")

@@ -25,7 +25,6 @@ from . import results
 from .errors import DataError
 
 BASELINE_DIR = results.RESULTS_DIR / "baselines"
-DEFAULT_BASELINE = BASELINE_DIR / "gate.json"
 SCHEMA = "harness-baseline/1"
 COUNTER_TOLERANCE = 0.02
 DEFAULT_TIME_THRESHOLD = 0.25

@@ -25,6 +25,7 @@ from . import exchange
 from .csr import build_csr, vertex_ranks
 
 EDGES = 10  # blob kind: (key, value, kind) index entries on their way to the key's owner
+LIST_FILES = ("keys", "offsets", "forward", "reverse")  # a partition's files (.npy) under p{p}/
 _created: list[Path] = []
 
 
@@ -174,7 +175,7 @@ def load_partition(root: str, p: int) -> tuple[tuple, np.ndarray]:
     key = (root, p)
     if key not in _loaded:
         directory = os.path.join(root, f"p{p}")
-        base = tuple(mapped(os.path.join(directory, f"{name}.npy")) for name in ("keys", "offsets", "forward", "reverse"))
+        base = tuple(mapped(os.path.join(directory, f"{name}.npy")) for name in LIST_FILES)
         _loaded[key] = (base + EMPTY_OVERLAY, mapped(os.path.join(root, "loops.npy")))
     return _loaded[key]
 

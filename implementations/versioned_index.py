@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from . import distributed_index, exchange
 from .csr import lower_bound
-from .distributed_index import EMPTY_OVERLAY, mapped, readonly
+from .distributed_index import EMPTY_OVERLAY, LIST_FILES, mapped, readonly
 from .prefix_extension import write_file
 
 OPS, UPDATE_STATS, INDEX_STATS, HOMED = 20, 22, 23, 24  # blob kinds
@@ -54,7 +54,10 @@ def _save(directory: str, **arrays) -> None:
         os.replace(tmp, os.path.join(directory, f"{name}.npy"))
 
 
-def _load_lists(directory: str, names=("keys", "offsets", "forward", "reverse")) -> tuple:
+OVERLAY_FILES = LIST_FILES + ("fsign", "rsign")  # an overlay's lists: a base's plus the changes' signs
+
+
+def _load_lists(directory: str, names=LIST_FILES) -> tuple:
     return tuple(mapped(os.path.join(directory, f"{n}.npy")) for n in names)
 
 
@@ -62,7 +65,7 @@ def _overlay(root: str, k: int, p: int) -> tuple:
     """(keys, offsets (4, keys + 1), forward changes, reverse changes, their signs) of overlay k."""
     if k == 0:
         return EMPTY_OVERLAY
-    return _load_lists(os.path.join(root, f"overlay-{k}", f"p{p}"), ("keys", "offsets", "forward", "reverse", "fsign", "rsign"))
+    return _load_lists(os.path.join(root, f"overlay-{k}", f"p{p}"), OVERLAY_FILES)
 
 
 _views: dict[tuple[str, int], tuple] = {}
@@ -114,8 +117,8 @@ class VersionedIndex:
 
 def _worker_bytes(root: str, p: int, b: int, k: int) -> int:
     """Bytes of worker p's files: base b, overlay k and its copy of the edge set."""
-    paths = [os.path.join(base_dir(root, b), f"p{p}", f"{n}.npy") for n in ("keys", "offsets", "forward", "reverse")]
-    paths += [os.path.join(root, f"overlay-{k}", f"p{p}", f"{n}.npy") for n in ("keys", "offsets", "forward", "reverse", "fsign", "rsign")]
+    paths = [os.path.join(base_dir(root, b), f"p{p}", f"{n}.npy") for n in LIST_FILES]
+    paths += [os.path.join(root, f"overlay-{k}", f"p{p}", f"{n}.npy") for n in OVERLAY_FILES]
     paths += [os.path.join(root, f"edges-{b}", f"p{p}.npy"), os.path.join(root, f"changed-{k}", f"p{p}.npz")]
     return sum(os.path.getsize(f) for f in paths if os.path.exists(f))
 
