@@ -7,12 +7,13 @@ WORKLOAD ?= triangle
 TIER   ?=
 MASTER_FLAG := $(if $(SPARK_MASTER),--master $(SPARK_MASTER),)
 TIER_FLAG   := $(if $(TIER),--tier $(TIER),)
+FROM_FLAG   := $(if $(FROM),--from $(FROM),)
 
 GATE_TIMING ?= binding
 MICRO := $(PY) -m pytest -q -p no:cacheprovider tests/benchmarks --benchmark-enable --benchmark-only \
          --benchmark-storage=results/baselines/micro --benchmark-sort=name
 
-.PHONY: bench test gate baseline report java venv clean-cache
+.PHONY: bench test gate baseline report java venv clean-cache cluster-up cluster-down
 
 java:
 	@$(PYTHON) harness/check_java.py
@@ -26,7 +27,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 bench: java $(STAMP)
-	$(PY) -m harness bench $(WORKLOAD) $(TIER_FLAG) $(MASTER_FLAG)
+	$(PY) -m harness bench $(WORKLOAD) $(TIER_FLAG) $(MASTER_FLAG) $(FROM_FLAG)
 
 test: java $(STAMP)
 	$(PY) -m pytest -q
@@ -48,3 +49,11 @@ report: $(STAMP)
 
 clean-cache:
 	rm -rf .cache
+
+# A Spark standalone master and two workers on 127.0.0.1 (from the pyspark package); then
+# `make bench SPARK_MASTER=spark://127.0.0.1:7077`. State and logs: .cluster/
+cluster-up: java $(STAMP)
+	$(PY) -m harness cluster up
+
+cluster-down: $(STAMP)
+	$(PY) -m harness cluster down

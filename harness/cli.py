@@ -113,8 +113,27 @@ def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
     return records
 
 
+def _swap_in_real_graphs(wl, from_path: Path) -> None:
+    """`bench --from FILE`: run on the real graph (read from FILE) in place of its synthetic twin."""
+    from . import datasets, fetch
+
+    swapped = []
+    for i, name in enumerate(wl.datasets):
+        twin = datasets.resolve(name)
+        if twin.twin_of is not None:
+            real = datasets.resolve(twin.twin_of)
+            fetch.fetch(real, from_path)
+            wl.datasets[i] = real.name
+            swapped.append(f"{name} -> {real.name}")
+    if not swapped:
+        raise DataError(f"--from {from_path}: no dataset of workload '{wl.name}' is the twin of a real graph (registry key twin_of)")
+    console.print(f"--from {from_path}: " + ", ".join(swapped))
+
+
 def cmd_bench(args) -> int:
     wl = _checked_workload(args.workload, args.tier, args.trials)
+    if args.from_path:
+        _swap_in_real_graphs(wl, Path(args.from_path))
     out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-{_slug(wl.name)}"
     records = _execute(wl, args.master, out_dir)
     console.print(results_table(records, f"{wl.name} ({wl.tier} tier)"))
@@ -187,6 +206,22 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_cluster(args) -> int:
+    from . import cluster
+
+    directory = Path(args.dir) if args.dir else cluster.DEFAULT_DIR
+    if args.action == "up":
+        c = cluster.up(directory, args.workers, args.cores, args.memory, args.port, args.webui_port)
+        console.print(f"cluster: master {c.url} (UI {c.webui}), {args.workers} workers x {args.cores} cores; "
+                      f"run with SPARK_MASTER={c.url}; stop with `make cluster-down`")
+    elif args.action == "down":
+        stopped = cluster.down(directory)
+        console.print(f"cluster: stopped {len(stopped)} processes" if stopped else "cluster: not running")
+    else:
+        console.print(cluster.status(directory))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -216,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--tier", default=None, help="a tier defined in the workload (default: its base settings)")
     bench.add_argument("--results", default=None, help="directory for the run files")
     bench.add_argument("--trials", type=int, default=None, help="override the workload's trials")
+    bench.add_argument("--from", dest="from_path", default=None,
+                       help="the real graph's file (e.g. soc-LiveJournal1.txt.gz): run on it instead of its twin")
     bench.set_defaults(fn=cmd_bench)
 
     base = sub.add_parser("baseline", parents=[common], help="record a regression baseline (clean tree only)")
@@ -246,6 +283,16 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--runs", default=str(RESULTS_DIR / "runs"), help="directory of run directories")
     rep.add_argument("--out", default=str(RESULTS_DIR / "report"), help="where index.md and the plots go")
     rep.set_defaults(fn=cmd_report)
+
+    cl = sub.add_parser("cluster", help="start/stop a Spark standalone master and workers on 127.0.0.1")
+    cl.add_argument("action", choices=["up", "down", "status"])
+    cl.add_argument("--dir", default=None, help="state, logs and work directories (default: .cluster/)")
+    cl.add_argument("--workers", type=int, default=2)
+    cl.add_argument("--cores", type=int, default=1, help="cores each worker offers")
+    cl.add_argument("--memory", default="6g", help="memory each worker offers to executors")
+    cl.add_argument("--port", type=int, default=7077)
+    cl.add_argument("--webui-port", type=int, default=8080, help="the master's UI; workers use the next ports")
+    cl.set_defaults(fn=cmd_cluster)
 
     ds = sub.add_parser("datasets", parents=[common], help="list, fetch, verify datasets; make update streams")
     ds.add_argument("action", choices=["list", "fetch", "verify", "convert", "stream"])

@@ -62,7 +62,8 @@ class SparkCounters:
         stage_ids = sorted({s for j in jobs for s in j["stageIds"]})
         phase_of = {s: j.get("jobGroup") for j in jobs for s in j["stageIds"]}
         totals = dict(shuffle_write_records=0, shuffle_write_bytes=0, shuffle_read_records=0, shuffle_read_bytes=0,
-                      spill_bytes=0, spill_memory_bytes=0, peak_exec_memory_bytes=0, tasks=0, stages=0)
+                      spill_bytes=0, spill_memory_bytes=0, peak_exec_memory_bytes=0, tasks=0, stages=0,
+                      failed_tasks=0, stage_retries=0)
         per_round = []
         peaks = {k: 0 for k in _EXEC_METRICS}
         evicted = 0
@@ -78,6 +79,8 @@ class SparkCounters:
                 if attempt["status"] not in ("COMPLETE", "FAILED"):
                     continue  # skipped: its shuffle output was reused
                 totals["stages"] += 1
+                totals["failed_tasks"] += attempt.get("numFailedTasks", 0)  # e.g. on a lost executor
+                totals["stage_retries"] += attempt["attemptId"] > 0
                 totals["shuffle_write_records"] += attempt.get("shuffleWriteRecords", 0)
                 totals["shuffle_write_bytes"] += attempt.get("shuffleWriteBytes", 0)
                 totals["shuffle_read_records"] += attempt.get("shuffleReadRecords", 0)
@@ -124,10 +127,16 @@ class SparkCounters:
             executor_peak_rss_bytes=peaks["ProcessTreeJVMRSSMemory"] or None,
             executor_peak_python_rss_bytes=peaks["ProcessTreePythonRSSMemory"] or None,
             driver_peak_jvm_heap_bytes=self._driver_peak_heap(),
+            executors_lost=self._executors_lost(),
             jobs=len(jobs),
             stages_evicted=evicted,
             per_round=per_round,
         )
+
+    def _executors_lost(self) -> list[str]:
+        """Executors of this application that were removed (killed, crashed), with Spark's reason."""
+        return [f"{ex['id']}: {ex.get('removeReason') or 'removed'}" for ex in self._get("/allexecutors")
+                if ex.get("id") != "driver" and not ex.get("isActive", True)]
 
     def _driver_peak_heap(self) -> int | None:
         for ex in self._get("/allexecutors"):

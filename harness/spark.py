@@ -21,6 +21,11 @@ def is_local(master: str) -> bool:
     return master.startswith("local")
 
 
+def on_loopback(master: str) -> bool:
+    """local[*], or a cluster whose master listens on this machine's loopback (`make cluster-up`)."""
+    return is_local(master) or master.split("://", 1)[-1].split(":", 1)[0] in ("127.0.0.1", "localhost")
+
+
 def get_session(master: str | None = None, workers: int = 2):
     """Create (once) and return the process-wide SparkSession.
 
@@ -35,7 +40,7 @@ def get_session(master: str | None = None, workers: int = 2):
     if msg:
         raise ExecutionError(msg)
     master = resolve_master(master)
-    if is_local(master):
+    if on_loopback(master):
         # Bind the driver, block manager and UI to loopback (the UI reads SPARK_LOCAL_IP).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers use this interpreter (and its packages) unless the user says otherwise.
@@ -52,6 +57,7 @@ def get_session(master: str | None = None, workers: int = 2):
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.ui.enabled", "true")
+        .config("spark.ui.port", os.environ.get("HARNESS_UI_PORT", "4040"))
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.ui.retainedJobs", "20000")  # a dynamic run's recounts run thousands of stages
         .config("spark.ui.retainedStages", "50000")
@@ -71,8 +77,12 @@ def get_session(master: str | None = None, workers: int = 2):
         # Include the Python workers' resident memory in the executor peaks.
         .config("spark.executor.processTreeMetrics.enabled", "true")
     )
-    if is_local(master):
+    if on_loopback(master):
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    if not is_local(master):
+        # Executors run this checkout's code (a worktree's too) with the driver's interpreter.
+        builder = (builder.config("spark.executor.memory", os.environ.get("HARNESS_EXECUTOR_MEMORY", "2g"))
+                   .config("spark.executorEnv.PYTHONPATH", str(Path(__file__).resolve().parent.parent)))
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
     _start_python_workers(_session, workers)

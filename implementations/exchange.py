@@ -6,6 +6,8 @@ carries a routing token: a long whose Spark hash partition (`repartition(W, "tok
 the destination worker, so the receiving task's partition id is the worker id."""
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
@@ -100,17 +102,33 @@ def blobs_batch(tokens: list[int], payloads: list[bytes]):
 
 
 def received(iterator, partition: int):
-    """Unpack every blob a task received, checking that each was routed to this worker."""
-    for batch in iterator:
-        payloads = batch.column(1)
-        for i in range(len(payloads)):
-            kind, dest, meta, arrays = unpack(payloads[i].as_buffer())
-            if dest != partition:
-                raise ExecutionError(f"blob for worker {dest} arrived at worker {partition}: routing tokens are stale")
-            yield kind, meta, arrays
+    """Unpack every blob a task received, checking that each was routed to this worker.
+
+    Blobs come in an order fixed by their content, not by the order the shuffle fetched them in, so
+    a task re-executed after an executor loss computes (and writes) exactly what its first attempt did."""
+    buffers = [batch.column(1)[i].as_buffer() for batch in iterator for i in range(batch.num_rows)]
+    buffers.sort(key=_content_key)
+    for buf in buffers:
+        kind, dest, meta, arrays = unpack(buf)
+        if dest != partition:
+            raise ExecutionError(f"blob for worker {dest} arrived at worker {partition}: routing tokens are stale")
+        yield kind, meta, arrays
+
+
+def _content_key(buf) -> tuple[int, int, int]:
+    view = memoryview(buf)
+    return len(view), zlib.crc32(view), zlib.adler32(view)
 
 
 def current_partition() -> int:
     from pyspark import TaskContext
 
     return TaskContext.get().partitionId()
+
+
+def current_attempt() -> int:
+    """The running task attempt's id, unique within the application (0 outside a task)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return int(context.taskAttemptId()) if context is not None else 0

@@ -28,7 +28,7 @@ FIELDS = ("stage", "worker", "received_prefixes", "received_candidates", "receiv
           "received_ranges", "sent_prefixes", "sent_candidates", "sent_remote_prefixes", "sent_remote_candidates",
           "sent_lookups", "sent_remote_lookups", "sent_remote_answers", "sent_remote_ranges", "lookups_aggregated",
           "held_prefixes", "held_candidates", "count_lookups", "proposals", "probes", "produced", "counted",
-          "queued_rows", "queued_work", "group")
+          "queued_rows", "queued_work", "group", "attempt")
 RECEIVED = tuple(name for name in FIELDS if name.startswith("received_"))
 F = {name: i for i, name in enumerate(FIELDS)}
 INT32_MAX = 2**31 - 1
@@ -68,9 +68,11 @@ class ExtensionJob:
         hops = int(p.rel_count[j]) - 1
         return hops + int(p.rel_count[j + 1]) + 1 if j + 1 < p.m else hops
 
-    def chunk_path(self, level: int, worker: int, stage: int, group: int | None = None) -> str:
+    def chunk_path(self, level: int, worker: int, stage: int, attempt: int, group: int | None = None) -> str:
+        """Named by the writing task attempt: a re-executed task (lost executor) writes a file of its own,
+        and the driver reads only the files of the attempts whose results it received."""
         group = self.group if group is None else group
-        return os.path.join(self.run_dir, f"L{level}", f"p{worker}", f"j{self.job_id:06d}-g{group}-s{stage}.bin")
+        return os.path.join(self.run_dir, f"L{level}", f"p{worker}", f"j{self.job_id:06d}-g{group}-s{stage}-a{attempt}.bin")
 
     def cleanup(self) -> None:
         """Called by the driver once the job's results are in."""
@@ -146,8 +148,8 @@ class GroupJob:
     def exchanges(self) -> int:  # a group with fewer hops idles (its stages are empty)
         return max(offset + job.exchanges for offset, job in zip(self.offsets, self.jobs))
 
-    def chunk_path(self, level: int, worker: int, stage: int, group: int | None = None) -> str:
-        return self.jobs[0].chunk_path(level, worker, stage, group)
+    def chunk_path(self, level: int, worker: int, stage: int, attempt: int, group: int | None = None) -> str:
+        return self.jobs[0].chunk_path(level, worker, stage, attempt, group)
 
     def cleanup(self) -> None:
         for job in self.jobs:
@@ -313,6 +315,7 @@ class StageBase:
         self.job, self.stage, self.p = job, stage, p
         self.record = np.zeros(len(FIELDS), dtype=np.int64)
         self.record[F["stage"]], self.record[F["worker"]], self.record[F["group"]] = stage, p, job.group
+        self.record[F["attempt"]] = exchange.current_attempt()
         self.stats: list[np.ndarray] = []
         self.matches: list[np.ndarray] = []
 
@@ -320,7 +323,8 @@ class StageBase:
         self.record[F[name]] += int(value)
 
     def queue(self, items: _Items) -> None:
-        write_file(self.job.chunk_path(self.job.level + 1, self.p, self.stage), pack_items(items, self.p, self.job.group))
+        path = self.job.chunk_path(self.job.level + 1, self.p, self.stage, int(self.record[F["attempt"]]))
+        write_file(path, pack_items(items, self.p, self.job.group))
         self.add("queued_rows", len(items.prefix))
         self.add("queued_work", items.work().astype(np.int64).sum())
 
@@ -505,6 +509,7 @@ def run_job(spark, job: ExtensionJob) -> JobResult:
     for rec in stats:
         if rec[F["queued_rows"]]:
             p, stage, group = int(rec[F["worker"]]), int(rec[F["stage"]]), int(rec[F["group"]])
-            chunk = Chunk(job.chunk_path(job.level + 1, p, stage, group), int(rec[F["queued_rows"]]), int(rec[F["queued_work"]]))
+            path = job.chunk_path(job.level + 1, p, stage, int(rec[F["attempt"]]), group)
+            chunk = Chunk(path, int(rec[F["queued_rows"]]), int(rec[F["queued_work"]]))
             result.new_chunks.setdefault(group, {}).setdefault(p, []).append(chunk)
     return result
