@@ -55,6 +55,7 @@ class Source:
     bytes: int | None = None
     member: str | None = None
     notes: str = ""
+    twin_of: str | None = None  # a synthetic stand-in for this real graph (`bench --from` swaps it in)
 
 
 # ---------------------------------------------------------------- registry
@@ -84,7 +85,7 @@ def _shared_path(ref: str, base: Path) -> Path:
 
 
 _ENTRY_KEYS = {"generator", "file", "download", "format", "directed", "published", "published_from",
-               "description", "cite", "notes"}
+               "description", "cite", "notes", "twin_of"}
 _DOWNLOAD_KEYS = {"urls", "file", "sha256", "bytes", "member", "unpacked_file"}
 
 
@@ -127,7 +128,7 @@ def load_registry(path: Path = REGISTRY_FILE) -> dict[str, Source]:
                 raise DataError(f"{where}: key 'published_from': '{entry['published_from']}' is not in the published counts file")
             published = {**_published_from_reference(reference[entry["published_from"]]), **published}
         common = dict(published=published, citation=entry.get("cite"), description=entry.get("description", ""),
-                      directed=entry.get("directed"), notes=entry.get("notes", ""))
+                      directed=entry.get("directed"), notes=entry.get("notes", ""), twin_of=entry.get("twin_of"))
         if "generator" in entry:
             kind, params = generators.parse_spec(entry["generator"])
             sources[name] = Source(name, "generator", generators.canonical_spec(kind, params), **common)
@@ -146,6 +147,9 @@ def load_registry(path: Path = REGISTRY_FILE) -> dict[str, Source]:
             sources[name] = Source(name, "file", str((REPO / entry["file"]).resolve()), entry.get("format"), **common)
         else:
             raise DataError(f"{where}: needs key 'generator', 'download' or 'file'")
+    for name, source in sources.items():
+        if source.twin_of is not None and (source.twin_of not in sources or not sources[source.twin_of].urls):
+            raise DataError(f"{path}: datasets.{name}: key 'twin_of': '{source.twin_of}' is not a downloadable dataset")
     return sources
 
 
