@@ -55,6 +55,8 @@ def get_session(master: str | None = None, workers: int = 2):
         .appName("subgraph-harness")
         .config("spark.driver.memory", os.environ.get("HARNESS_DRIVER_MEMORY", "8g"))
         .config("spark.driver.extraJavaOptions", java_opts)
+        # local-gj and the index builders collect the edges (LiveJournal: more than Spark's default 1g).
+        .config("spark.driver.maxResultSize", os.environ.get("HARNESS_MAX_RESULT_SIZE", "6g"))
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.ui.enabled", "true")
         .config("spark.ui.port", os.environ.get("HARNESS_UI_PORT", "4040"))
