@@ -1,6 +1,7 @@
-"""Command line: `python -m harness run ...`, `bench WORKLOAD`, `baseline`, `gate` and `report`.
+"""Command line: `python -m harness run ...`, `bench WORKLOAD`, `baseline`, `gate`, `report` and `compare`.
 run and bench exit 0 only if every run is OK, 2 otherwise (bad input included, with a one-line error);
-gate exits 0 on a pass, 1 on a regression and 2 on a failure."""
+gate exits 0 on a pass, 1 on a regression and 2 on a failure; compare exits 0 when the counts of the
+systems that completed agree, 1 when they differ and 2 on bad input."""
 from __future__ import annotations
 
 import argparse
@@ -222,6 +223,17 @@ def cmd_cluster(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from . import compare
+
+    cmp = compare.plan(args.query, args.dataset, args.systems, args.semantics, args.workers, args.timeout,
+                       args.networkx_max_edges)
+    run_id = new_run_id()
+    out_dir = Path(args.results) if args.results else (
+        RESULTS_DIR / "runs" / f"{run_id}-compare-{_slug(_query_label(args.query))}-{_slug(cmp.source.name)}")
+    return compare.execute(cmp, args.master, out_dir, console, run_id)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -293,6 +305,21 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--port", type=int, default=7077)
     cl.add_argument("--webui-port", type=int, default=8080, help="the master's UI; workers use the next ports")
     cl.set_defaults(fn=cmd_cluster)
+
+    cmp = sub.add_parser("compare", parents=[common],
+                         help="every implementation and the peer systems (DuckDB, Kuzu, networkx, GraphX) on one graph "
+                              "(exit 0 counts agree, 1 they differ, 2 bad input)")
+    cmp.add_argument("--query", required=True, help="built-in name, pattern string (a-b,b-c,a-c) or YAML path")
+    cmp.add_argument("--dataset", required=True, help="registry name, generator spec (rmat:scale=12) or edge-list path")
+    cmp.add_argument("--systems", default=None, help="comma list to restrict to (default: all: local-gj, bigjoin, "
+                                                      "bigjoin-s, delta-bigjoin, shares, binary, duckdb, kuzu, networkx, graphx)")
+    cmp.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
+    cmp.add_argument("--workers", default="1,2", help="W values for bigjoin (the COST sweep); the other Spark systems run at the largest")
+    cmp.add_argument("--timeout", type=float, default=1800.0, help="seconds per system before TIM")
+    cmp.add_argument("--networkx-max-edges", type=int, default=None,
+                     help="skip networkx above this many edges (default: the oracles' auto limit)")
+    cmp.add_argument("--results", default=None, help="directory for compare.json and compare.md")
+    cmp.set_defaults(fn=cmd_compare)
 
     ds = sub.add_parser("datasets", parents=[common], help="list, fetch, verify datasets; make update streams")
     ds.add_argument("action", choices=["list", "fetch", "verify", "convert", "stream"])

@@ -14,6 +14,25 @@ ORACLES = ("duckdb", "networkx")
 # ---------------------------------------------------------------- DuckDB
 
 
+def oriented_atoms(spec: JoinSpec) -> list[tuple[str, str, bool]]:
+    """The query's edges as (x, y, oriented), in the attribute order (by the later, then the earlier
+    attribute of each edge). directed: every edge is oriented as written. undirected: where the order
+    constraints force x < y (or y < x, then the pair is swapped) the edge is oriented, and reading the
+    stored orientation (src < dst) selects the same rows as both directions plus the filter; otherwise
+    it reads both directions."""
+    position = {a: i for i, a in enumerate(spec.attribute_order)}
+    atoms = sorted(spec.query.edges, key=lambda e: (max(position[e[0]], position[e[1]]), min(position[e[0]], position[e[1]])))
+    out = []
+    for x, y in atoms:
+        if spec.semantics != "undirected":
+            out.append((x, y, True))
+        elif spec.implies_less(y, x):
+            out.append((y, x, True))
+        else:
+            out.append((x, y, spec.implies_less(x, y)))
+    return out
+
+
 def duckdb_sql(spec: JoinSpec, source: str, select: str = "count(*)") -> str:
     """One SQL query computing the same result as `spec`, over `source` (a table expression).
 
@@ -24,17 +43,8 @@ def duckdb_sql(spec: JoinSpec, source: str, select: str = "count(*)") -> str:
     refs: dict[str, list[str]] = defaultdict(list)
     where: list[str] = []
     froms = []
-    position = {a: i for i, a in enumerate(spec.attribute_order)}
-    atoms = sorted(q.edges, key=lambda e: (max(position[e[0]], position[e[1]]), min(position[e[0]], position[e[1]])))
-    for i, (x, y) in enumerate(atoms):
-        # Where the order constraints fix an edge's direction the stored orientation (src < dst)
-        # is read directly; it selects the same rows as both directions plus the filter.
-        table = "sym" if undirected else "rel"
-        if undirected and (spec.implies_less(x, y) or spec.implies_less(y, x)):
-            table = "rel"
-            if spec.implies_less(y, x):
-                x, y = y, x
-        froms.append(f"{table} AS r{i}")
+    for i, (x, y, oriented) in enumerate(oriented_atoms(spec)):
+        froms.append(f"{'rel' if oriented else 'sym'} AS r{i}")
         refs[x].append(f"r{i}.src")
         refs[y].append(f"r{i}.dst")
     for a in q.attributes:
@@ -66,7 +76,11 @@ def duckdb_sql(spec: JoinSpec, source: str, select: str = "count(*)") -> str:
     return f"WITH {tables}, m AS ({inner}) SELECT {names} FROM m {joins}"
 
 
-def duckdb_oracle(parquet_glob: str, spec: JoinSpec, match_limit: int) -> tuple[int, list | None]:
+DUCKDB_THREADS = 2
+
+
+def duckdb_connect():
+    """An in-memory DuckDB connection with the oracle's settings (threads, spill budget, join order)."""
     import os
     import tempfile
 
@@ -75,13 +89,18 @@ def duckdb_oracle(parquet_glob: str, spec: JoinSpec, match_limit: int) -> tuple[
     temp_dir = os.path.join(os.environ.get("HARNESS_CACHE", tempfile.gettempdir()), "duckdb-tmp")
 
     con = duckdb.connect()
-    con.execute("SET threads = 2")
+    con.execute(f"SET threads = {DUCKDB_THREADS}")
     con.execute("SET enable_progress_bar = false")
     con.execute(f"SET temp_directory = '{temp_dir}'")
     con.execute("SET max_temp_directory_size = '8GB'")
     # Join in the order written (attribute order): DuckDB's own order builds huge intermediates on cliques.
     con.execute("SET disabled_optimizers = 'join_order'")
     con.execute("SET memory_limit = '6GB'")
+    return con
+
+
+def duckdb_oracle(parquet_glob: str, spec: JoinSpec, match_limit: int) -> tuple[int, list | None]:
+    con = duckdb_connect()
     source = f"read_parquet('{parquet_glob}')"
     count = con.execute(duckdb_sql(spec, source)).fetchone()[0]
     matches = None
@@ -169,39 +188,46 @@ def _homomorphisms(graph, q, match_limit: int) -> tuple[int, list | None]:
 # ---------------------------------------------------------------- running with a timeout
 
 
-def _child(conn, name: str, parquet_glob: str, spec: JoinSpec, match_limit: int) -> None:
+def _child(conn, fn, args: tuple) -> None:
     try:
-        fn = duckdb_oracle if name == "duckdb" else networkx_oracle
-        conn.send(("ok", fn(parquet_glob, spec, match_limit)))
+        conn.send(("ok", fn(*args)))
     except BaseException as exc:  # report, never hang the parent
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
 
 
-def run_oracle(name: str, parquet_glob: str, spec: JoinSpec, timeout_s: float, match_limit: int = 2000) -> dict:
-    """{name, status: ok|timeout|error, count, matches, seconds, reason}; never raises."""
+def run_in_child(fn, args: tuple, timeout_s: float) -> tuple[str, object, float]:
+    """fn(*args) in a spawned process (fn must be a module-level function), killed at the timeout.
+    Returns (status ok|timeout|error, the value or the reason, seconds); never raises."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, name, parquet_glob, spec, match_limit), daemon=True)
+    proc = ctx.Process(target=_child, args=(child, fn, args), daemon=True)
     start = time.perf_counter()
     proc.start()
     child.close()
-    result = {"name": name, "count": None, "matches": None, "reason": None}
     if parent.poll(timeout_s):
         try:
             status, payload = parent.recv()
         except EOFError:
-            status, payload = "error", "oracle process died"
+            status, payload = "error", "child process died"
     else:
         status, payload = "timeout", f"no answer within {timeout_s:g} s"
-    result["seconds"] = round(time.perf_counter() - start, 3)
+    seconds = round(time.perf_counter() - start, 3)
     proc.kill() if proc.is_alive() else None
     proc.join(5)
+    return status, payload, seconds
+
+
+_ORACLE_FNS = {"duckdb": duckdb_oracle, "networkx": networkx_oracle}
+
+
+def run_oracle(name: str, parquet_glob: str, spec: JoinSpec, timeout_s: float, match_limit: int = 2000) -> dict:
+    """{name, status: ok|timeout|error, count, matches, seconds, reason}; never raises."""
+    status, payload, seconds = run_in_child(_ORACLE_FNS[name], (parquet_glob, spec, match_limit), timeout_s)
+    result = {"name": name, "count": None, "matches": None, "reason": None, "seconds": seconds, "status": status}
     if status == "ok":
-        result["status"] = "ok"
         result["count"], result["matches"] = payload
     else:
-        result["status"] = status
         result["reason"] = payload
     return result

@@ -66,13 +66,17 @@ def machine_info() -> dict:
 
 def write_json_atomic(path: Path, data: dict) -> Path:
     """Write to a temporary file in the same directory, then rename: a reader never sees half a file."""
+    return write_text_atomic(path, json.dumps(data, indent=1, default=str) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write to a temporary file in the same directory, then rename: a reader never sees half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, default=str)
-            fh.write("\n")
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

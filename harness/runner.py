@@ -119,8 +119,8 @@ class Runner:
                     stream = updates.load_stream(spark, str(stream_spec), directed.df, workdir)
             impl = impl_cls(RunContext(spark, graph, spec, req.workers, dict(req.params), arrangements, stream))
             deadline = None if req.timeout_s is None else time.perf_counter() + req.timeout_s
-            index_s, _ = self._timed(f"{run_id}:index", impl.prepare, deadline)
-            query_s, outcome = self._timed(f"{run_id}:query", impl.count, deadline)
+            index_s, _ = self.timed(f"{run_id}:index", impl.prepare, deadline)
+            query_s, outcome = self.timed(f"{run_id}:query", impl.count, deadline)
             metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=impl.index_reused)
             metrics["wall_s"] = round(time.perf_counter() - started, 4)
             record["count"] = int(outcome.count)
@@ -191,7 +191,7 @@ class Runner:
             initial.update(count=record["count"], agrees=None if initial["oracle_count"] is None else initial["oracle_count"] == record["count"])
             count, entries, sizes = record["count"], [], stream.sizes()
             for batch in stream.batches:
-                seconds, outcome = self._timed(f"{run_id}:updates", lambda: impl.apply_updates(stream.batch(batch)), deadline)
+                seconds, outcome = self.timed(f"{run_id}:updates", lambda: impl.apply_updates(stream.batch(batch)), deadline)
                 count += outcome.delta
                 reference.apply(batch)
                 with self._counters.job_group(f"{run_id}:verify"):
@@ -208,7 +208,7 @@ class Runner:
                        output_changes_per_s=round(sum(e["output_changes"] for e in entries) / total_s, 1) if total_s else None,
                        stream=stream.source)
 
-    def _timed(self, group: str, fn, deadline: float | None):
+    def timed(self, group: str, fn, deadline: float | None):
         """Run fn in a thread tagged with a Spark job group; cancel the group at the deadline."""
         from pyspark import InheritableThread
 

@@ -1,0 +1,217 @@
+"""Peer systems that `compare` runs beside the project's implementations, each on the same canonical
+graph (the harness's Parquet edges) and each returning a PeerResult:
+
+- DuckDB: `oracles.duckdb_sql` over the edges loaded into a DuckDB table;
+- Kùzu: the edges copied into a fresh on-disk database, the JoinSpec as one Cypher MATCH;
+- networkx: `oracles.networkx_oracle` (small graphs only);
+- Spark GraphX: `TriangleCount` through py4j, in the harness's Spark session (triangles only).
+
+DuckDB, Kùzu and networkx run in a child process that is killed at the timeout
+(`oracles.run_in_child`); GraphX runs in the driver and is cancelled through its Spark job group."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .oracles import DUCKDB_THREADS, duckdb_connect, duckdb_sql, networkx_oracle, oriented_atoms, run_in_child
+from .query import JoinSpec, undirected_edges
+
+KUZU_THREADS = DUCKDB_THREADS
+KUZU_BUFFER_POOL_BYTES = 6 << 30  # as DuckDB's memory_limit; Kùzu's default is 80% of the machine's memory
+
+
+@dataclass
+class PeerResult:
+    """One row of a comparison. status: OK | TIM | EXE | SKIP (with `error` the reason)."""
+
+    system: str
+    cores: str  # what it ran on: "W=2" (Spark), "2 threads", "1 core"
+    status: str
+    count: int | None = None
+    load_s: float | None = None  # bringing the canonical edges into the system (project impls: index_s)
+    query_s: float | None = None
+    error: str | None = None
+    workers: int | None = None  # Spark's W, where there is one
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def total_s(self) -> float | None:
+        if self.status != "OK" or self.query_s is None:
+            return None
+        return round((self.load_s or 0.0) + self.query_s, 4)
+
+    def to_json(self) -> dict:
+        return {"system": self.system, "cores": self.cores, "workers": self.workers, "status": self.status,
+                "count": self.count, "load_s": self.load_s, "query_s": self.query_s, "total_s": self.total_s,
+                "error": self.error, **self.extra}
+
+
+def skipped(system: str, cores: str, reason: str) -> PeerResult:
+    return PeerResult(system, cores, "SKIP", error=reason)
+
+
+# ---------------------------------------------------------------- in a child process
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    value = fn()
+    return round(time.perf_counter() - start, 4), value
+
+
+def duckdb_count(parquet_glob: str, spec: JoinSpec) -> dict:
+    con = duckdb_connect()
+    load_s, _ = _timed(lambda: con.execute(f"CREATE TABLE edges AS SELECT src, dst FROM read_parquet({_quote(parquet_glob)})"))
+    query_s, row = _timed(lambda: con.execute(duckdb_sql(spec, "edges")).fetchone())
+    con.close()
+    return {"count": int(row[0]), "load_s": load_s, "query_s": query_s}
+
+
+def kuzu_cypher(spec: JoinSpec) -> str:
+    """One Cypher query with the same result as `oracles.duckdb_sql(spec)`. Kùzu matches a pattern with
+    walk semantics (nodes and relationships may repeat), so a directed pattern is the plain join. An
+    undirected edge reads both directions of its stored (src < dst) relationship, unless the order
+    constraints orient it (as in DuckDB); attributes are pairwise distinct and `less_than` picks one
+    match per subgraph, on the vertices' own ids."""
+    q = spec.query
+    var = {a: f"v{i}" for i, a in enumerate(q.attributes)}  # attribute names may be Cypher keywords
+    bound: set[str] = set()
+
+    def node(a: str) -> str:
+        if a in bound:
+            return f"({var[a]})"
+        bound.add(a)
+        return f"({var[a]}:V)"
+
+    paths = [f"{node(x)}-[:E]-{'>' if oriented else ''}{node(y)}" for x, y, oriented in oriented_atoms(spec)]
+    where = []
+    if spec.semantics == "undirected":
+        attrs = q.attributes
+        where += [f"{var[attrs[i]]}.id <> {var[attrs[j]]}.id" for i in range(len(attrs)) for j in range(i + 1, len(attrs))]
+        where += [f"{var[x]}.id < {var[y]}.id" for x, y in spec.less_than]
+    return f"MATCH {', '.join(paths)}" + (f" WHERE {' AND '.join(where)}" if where else "") + " RETURN count(*)"
+
+
+def kuzu_count(parquet_glob: str, spec: JoinSpec, db_dir: str) -> dict:
+    """Copy the canonical edges into a fresh Kùzu database under db_dir (vertices from the edges'
+    endpoints, then the relationships, both by Kùzu's own COPY FROM Parquet) and count."""
+    import kuzu
+
+    db = kuzu.Database(str(Path(db_dir) / "db"), buffer_pool_size=KUZU_BUFFER_POOL_BYTES, max_num_threads=KUZU_THREADS)
+    con = kuzu.Connection(db, num_threads=KUZU_THREADS)
+    source = _quote(parquet_glob)
+
+    def load():
+        con.execute("CREATE NODE TABLE V(id INT64, PRIMARY KEY(id))")
+        con.execute("CREATE REL TABLE E(FROM V TO V)")
+        con.execute(f"COPY V FROM (LOAD FROM {source} RETURN src AS id UNION LOAD FROM {source} RETURN dst AS id)")
+        con.execute(f"COPY E FROM {source}")
+
+    load_s, _ = _timed(load)
+    query_s, result = _timed(lambda: con.execute(kuzu_cypher(spec)).get_next())
+    con.close()
+    db.close()
+    return {"count": int(result[0]), "load_s": load_s, "query_s": query_s}
+
+
+def networkx_count(parquet_glob: str, spec: JoinSpec) -> dict:
+    """`oracles.networkx_oracle`, timed as a whole (it reads the edges and builds its graph itself)."""
+    query_s, (count, _) = _timed(lambda: networkx_oracle(parquet_glob, spec, 0))
+    return {"count": int(count), "load_s": None, "query_s": query_s}
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# ---------------------------------------------------------------- from the driver
+
+
+def run_child_peer(system: str, cores: str, fn, args: tuple, timeout_s: float) -> PeerResult:
+    """Run a peer's count in a child process (killed at the timeout): TIM, EXE or OK with its times."""
+    status, payload, seconds = run_in_child(fn, args, timeout_s)
+    if status == "timeout":
+        return PeerResult(system, cores, "TIM", error=f"timed out after {seconds:.1f} s", extra={"wall_s": seconds})
+    if status != "ok":
+        return PeerResult(system, cores, "EXE", error=str(payload).strip().splitlines()[0][:300] if payload else "failed",
+                          extra={"wall_s": seconds})
+    return PeerResult(system, cores, "OK", payload["count"], payload["load_s"], payload["query_s"], extra={"wall_s": seconds})
+
+
+def duckdb_peer(parquet_glob: str, spec: JoinSpec, timeout_s: float) -> PeerResult:
+    return run_child_peer("duckdb", f"{DUCKDB_THREADS} threads", duckdb_count, (parquet_glob, spec), timeout_s)
+
+
+def kuzu_peer(parquet_glob: str, spec: JoinSpec, timeout_s: float) -> PeerResult:
+    db_dir = tempfile.mkdtemp(prefix="harness-kuzu-")
+    try:
+        result = run_child_peer("kuzu", f"{KUZU_THREADS} threads", kuzu_count, (parquet_glob, spec, db_dir), timeout_s)
+    finally:
+        shutil.rmtree(db_dir, ignore_errors=True)
+    result.extra["cypher"] = kuzu_cypher(spec)
+    return result
+
+
+def networkx_peer(parquet_glob: str, spec: JoinSpec, edges: int, max_edges: int, timeout_s: float) -> PeerResult:
+    if edges > max_edges:
+        return skipped("networkx", "1 core", f"{edges:,} edges > {max_edges:,} (--networkx-max-edges)")
+    return run_child_peer("networkx", "1 core", networkx_count, (parquet_glob, spec), timeout_s)
+
+
+def is_triangle(spec: JoinSpec) -> bool:
+    return len(spec.query.attributes) == 3 and len(undirected_edges(spec.query)) == 3
+
+
+def graphx_peer(spark, graph, spec: JoinSpec, workers: int, timed) -> PeerResult:
+    """Spark GraphX's TriangleCount, driven through py4j in the harness's Spark session.
+
+    load: the canonical edges written as a space-separated text edge list by a DataFrame write, then
+    `GraphLoader.edgeListFile(canonicalOrientation = true, W edge partitions)`, materialised;
+    count: `TriangleCount.run`, and its per-vertex counts totalled in the JVM as a small map of
+    count -> vertices (`countByValue`): each triangle is counted at its three vertices.
+    `timed(phase, fn)` runs fn under the comparison's timeout and returns (seconds, value)."""
+    cores = f"W={workers}"
+    if spec.semantics != "undirected" or not is_triangle(spec):
+        return skipped("graphx", cores, "GraphX TriangleCount counts triangles only"
+                       + ("" if spec.semantics == "undirected" else " (undirected semantics)"))
+    from pyspark.sql import functions as F
+
+    sc = spark.sparkContext
+    jvm = sc._jvm
+    class_tag = getattr(getattr(jvm.scala.reflect, "ClassTag$"), "MODULE$")
+    memory_only = jvm.org.apache.spark.storage.StorageLevel.MEMORY_ONLY()
+    workdir = Path(tempfile.mkdtemp(prefix="harness-graphx-"))
+    path = str(workdir / "edges")
+    graphs = []
+
+    def load():
+        graph.df.select(F.concat_ws(" ", "src", "dst")).write.text(path)
+        g = jvm.org.apache.spark.graphx.GraphLoader.edgeListFile(sc._jsc.sc(), path, True, workers, memory_only, memory_only)
+        graphs.append(g)
+        return g.edges().count()
+
+    def count():
+        counted = jvm.org.apache.spark.graphx.lib.TriangleCount.run(graphs[0], class_tag.Int(), class_tag.Int())
+        graphs.append(counted)
+        pairs = jvm.org.apache.spark.api.java.JavaPairRDD.fromRDD(counted.vertices(), class_tag.Long(), class_tag.Int())
+        histogram = pairs.values().countByValue()  # {triangles at a vertex: vertices}
+        total = sum(int(k) * int(v) for k, v in histogram.items())
+        if total % 3:
+            raise RuntimeError(f"per-vertex triangle counts sum to {total}, not a multiple of 3")
+        return total // 3
+
+    try:
+        load_s, edges = timed("load", load)
+        query_s, triangles = timed("count", count)
+        return PeerResult("graphx", cores, "OK", triangles, round(load_s, 4), round(query_s, 4), workers=workers,
+                          extra={"graphx_edges": int(edges)})
+    finally:
+        for g in graphs:
+            try:
+                g.unpersist(False)
+            except Exception:
+                pass
+        shutil.rmtree(workdir, ignore_errors=True)
