@@ -78,8 +78,11 @@ def check(spark, impl_name: str, edges, query, semantics: str, name: str = "grap
     return got
 
 
+# The BiGJoin family's stages cost seconds even on tiny graphs: in `make test` they skip the random
+# directed graph (the hypothesis runs draw random graphs for them); `thorough` runs every graph.
+SLOW_FIXED_SKIPPED = {} if THOROUGH else {"bigjoin": {"random-directed"}, "bigjoin-s": {"random-directed"}}
 FIXED_CASES = [(impl, graph) for impl in IMPLEMENTATIONS for graph in FIXED_GRAPHS
-               if impl not in DYNAMIC or graph in DYNAMIC_GRAPHS]
+               if (impl not in DYNAMIC or graph in DYNAMIC_GRAPHS) and graph not in SLOW_FIXED_SKIPPED.get(impl, ())]
 
 
 @pytest.mark.parametrize("impl_name,graph_name", FIXED_CASES)
