@@ -221,6 +221,27 @@ def build(runs_dir: Path, out_dir: Path) -> Path:
                      f"{x['agree']} / {x['batches']}"] for x in delta_rows(everything)]
             lines += _md_table(["query", "dataset", "batch", "median s", "updates/s", "output changes/s",
                                 "recompute / update", "recounts agree"], rows) + [""]
+    lines += ["## Peer systems (`python -m harness compare`)", ""]
+    comparisons = load_comparisons(runs_dir)
+    for directory, record, table in comparisons:
+        lines += [f"### {record['query']['name']} on {record['dataset']['name']} ({record['semantics']})", "",
+                  f"`{directory}`, commit {str((record.get('git') or {}).get('commit'))[:7]}", "", *table, ""]
+    if not comparisons:
+        lines += ["No recorded comparisons.", ""]
     page = out_dir / "index.md"
     page.write_text("\n".join(lines) + "\n")
     return page
+
+
+def load_comparisons(runs_dir: Path) -> list[tuple[str, dict, list[str]]]:
+    """(directory, compare.json, compare.md without its title) of the newest comparison of each query,
+    dataset and semantics."""
+    newest: dict[tuple, tuple[str, dict, list[str]]] = {}
+    for path in sorted(Path(runs_dir).glob("*/compare.json")):
+        try:
+            record = json.loads(path.read_text())
+            table = (path.parent / "compare.md").read_text().splitlines()[1:]
+        except (OSError, json.JSONDecodeError):
+            continue
+        newest[(record["query"]["name"], record["dataset"]["name"], record["semantics"])] = (path.parent.name, record, table)
+    return list(newest.values())

@@ -97,3 +97,21 @@ def test_a_disagreeing_system_is_named_and_exits_1(spark, tmp_path, monkeypatch,
     assert code == 1 and record["exit_code"] == 1 and record["agreement"]["disagreeing"] == ["duckdb"]
     right = counts(record)["local-gj"]
     assert f"counts DISAGREE: {right:,} from local-gj, networkx; {right + 1:,} from duckdb" in out
+
+
+def test_report_shows_the_newest_comparison_of_each_query_and_dataset(tmp_path):
+    from harness import report
+
+    def write(name: str, count: int):
+        directory = tmp_path / "runs" / name
+        directory.mkdir(parents=True)
+        record = {"query": {"name": "triangle"}, "dataset": {"name": "toy"}, "semantics": "undirected", "git": {"commit": "abc1234def"}}
+        (directory / "compare.json").write_text(json.dumps(record))
+        (directory / "compare.md").write_text(f"# compare: triangle on toy\n\n| system | count |\n|---|---:|\n| duckdb | {count} |\n")
+
+    write("20260101T000000Z-a-compare-triangle-toy", 1)
+    write("20260102T000000Z-b-compare-triangle-toy", 2)
+    page = report.build(tmp_path / "runs", tmp_path / "report").read_text()
+    section = page.split("## Peer systems")[1]
+    assert "### triangle on toy (undirected)" in section and "20260102T000000Z-b" in section and "abc1234" in section
+    assert "| duckdb | 2 |" in section and "| duckdb | 1 |" not in section
