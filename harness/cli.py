@@ -1,7 +1,9 @@
-"""Command line: `python -m harness run ...`, `bench WORKLOAD`, `baseline`, `gate`, `report` and `compare`.
+"""Command line: `python -m harness run ...`, `bench WORKLOAD`, `baseline`, `gate`, `report`, `compare`,
+`datasets` and `cluster`.
 run and bench exit 0 only if every run is OK, 2 otherwise (bad input included, with a one-line error);
 gate exits 0 on a pass, 1 on a regression and 2 on a failure; compare exits 0 when the counts of the
-systems that completed agree, 1 when they differ and 2 on bad input."""
+(at least two) systems that completed agree, 1 when they differ and 2 on bad input or when fewer than
+two completed."""
 from __future__ import annotations
 
 import argparse
