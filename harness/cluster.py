@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import check_java
 from .errors import DataError, ExecutionError
+from .results import write_json_atomic
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DIR = REPO / ".cluster"
@@ -72,6 +73,10 @@ class Cluster:
 
 def _state_file(directory: Path) -> Path:
     return directory / "cluster.json"
+
+
+def _save(cluster: Cluster) -> None:
+    write_json_atomic(_state_file(Path(cluster.directory)), asdict(cluster))
 
 
 def load(directory: Path = DEFAULT_DIR) -> Cluster | None:
@@ -134,7 +139,7 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
     master_pid = _spawn(directory, "master", ["org.apache.spark.deploy.master.Master", "--host", HOST,
                                                "--port", str(port), "--webui-port", str(webui_port)])
     cluster = Cluster(str(directory), port, webui_port, master_pid)
-    _state_file(directory).write_text(json.dumps(asdict(cluster), indent=1))
+    _save(cluster)
     try:
         _wait("master", lambda: cluster.state().get("status") == "ALIVE", timeout_s, directory / "logs")
         for i in range(workers):
@@ -143,7 +148,7 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
             cluster.worker_pids.append(_spawn(directory, f"worker-{i}", [
                 "org.apache.spark.deploy.worker.Worker", "--host", HOST, "--webui-port", str(webui_port + 1 + i),
                 "--cores", str(cores), "--memory", memory, "--work-dir", str(work), cluster.url]))
-            _state_file(directory).write_text(json.dumps(asdict(cluster), indent=1))
+            _save(cluster)
         alive = lambda: sum(w.get("state") == "ALIVE" for w in cluster.state().get("workers", [])) >= workers  # noqa: E731
         _wait(f"{workers} workers", alive, timeout_s, directory / "logs")
     except BaseException:

@@ -126,20 +126,19 @@ class SparkCounters:
             executor_peak_execution_memory_bytes=peaks["OnHeapExecutionMemory"] or None,
             executor_peak_rss_bytes=peaks["ProcessTreeJVMRSSMemory"] or None,
             executor_peak_python_rss_bytes=peaks["ProcessTreePythonRSSMemory"] or None,
-            driver_peak_jvm_heap_bytes=self._driver_peak_heap(),
-            executors_lost=self._executors_lost(),
+            **self._executor_summary(),
             jobs=len(jobs),
             stages_evicted=evicted,
             per_round=per_round,
         )
 
-    def _executors_lost(self) -> list[str]:
-        """Executors of this application that were removed (killed, crashed), with Spark's reason."""
-        return [f"{ex['id']}: {ex.get('removeReason') or 'removed'}" for ex in self._get("/allexecutors")
-                if ex.get("id") != "driver" and not ex.get("isActive", True)]
-
-    def _driver_peak_heap(self) -> int | None:
-        for ex in self._get("/allexecutors"):
-            if ex.get("id") == "driver":
-                return (ex.get("peakMemoryMetrics") or {}).get("JVMHeapMemory") or None
-        return None
+    def _executor_summary(self) -> dict:
+        """From one read of /allexecutors: the driver's peak heap, and the executors of this application
+        that were removed (killed, crashed), with Spark's reason."""
+        executors = self._get("/allexecutors")
+        driver = next((ex for ex in executors if ex.get("id") == "driver"), {})
+        return {
+            "driver_peak_jvm_heap_bytes": (driver.get("peakMemoryMetrics") or {}).get("JVMHeapMemory") or None,
+            "executors_lost": [f"{ex['id']}: {ex.get('removeReason') or 'removed'}" for ex in executors
+                               if ex.get("id") != "driver" and not ex.get("isActive", True)],
+        }
