@@ -1,16 +1,16 @@
-"""Check an implementation's count against published figures and the oracles; for small results,
-compare the full sets of matches too. A skipped or timed-out oracle never counts as agreement."""
+"""Check an implementation's count against published figures and the independent oracles; for small
+results, compare the full sets of matches too. Only an independent check that agreed verifies a
+count: a skipped, failed or timed-out oracle never does, and the reason is kept."""
 from __future__ import annotations
 
 from collections import Counter
 from typing import Callable
 
 from .errors import DataError
-from .oracles import ORACLES, run_oracle
+from .oracles import ORACLES, Pattern, choose, run_oracle
 from .query import BUILTINS, JoinSpec
 
 ORACLE_CHOICES = ("auto", *ORACLES, "published", "none")  # published: only the published count, if any
-NETWORKX_AUTO_MAX_EDGES = 3000  # above this `auto` uses DuckDB: networkx enumerates every monomorphism
 MAX_COUNTEREXAMPLES = 20
 
 
@@ -21,58 +21,75 @@ def published_count(published: dict, spec: JoinSpec) -> int | None:
     return (published.get(spec.semantics) or {}).get(spec.query.name)
 
 
-def oracles_for(choice: str, edges: int) -> list[str]:
+def oracles_for(choice: str, pattern: Pattern, edges: int) -> list[str]:
     if choice not in ORACLE_CHOICES:
         raise DataError(f"unknown oracle '{choice}' (expected one of {', '.join(ORACLE_CHOICES)})")
     if choice in ("none", "published"):
         return []
-    if choice == "auto":
-        return ["networkx"] if edges <= NETWORKX_AUTO_MAX_EDGES else ["duckdb"]
-    return [choice]
+    return choose(choice, pattern, edges)
 
 
-def compare_matches(spec: JoinSpec, found: list[tuple], expected: list[tuple]) -> list[dict]:
-    """Multiset difference of subgraph instances, as readable counterexamples."""
-    got = Counter(spec.instance_key(m) for m in found)
-    want = Counter(spec.instance_key(m) for m in expected)
-    example = {spec.instance_key(m): m for m in list(found) + list(expected)}
+def compare_matches(pattern: Pattern, found: list[tuple], expected: list[tuple]) -> list[dict]:
+    """Differences between the implementation's matches (one per result) and an oracle's, as readable
+    counterexamples. In undirected semantics an oracle may list several matches of one subgraph (its
+    automorphic images): each subgraph is expected once."""
+    got = Counter(pattern.instance_key(m) for m in found)
+    keys = [pattern.instance_key(m) for m in expected]
+    want = Counter(set(keys)) if pattern.undirected else Counter(keys)
+    example = {pattern.instance_key(m): m for m in list(expected) + list(found)}
     out = []
     for kind, diff in (("missing", want - got), ("extra", got - want)):
         for key, times in diff.items():
-            out.append({"kind": kind, "times": times, "match": dict(zip(spec.query.attributes, example[key]))})
+            out.append({"kind": kind, "times": times, "match": dict(zip(pattern.attributes, example[key]))})
     return out
+
+
+def unverified_reason(choice: str, checks: list[dict]) -> str:
+    """Why nothing independent agreed with a count that nothing contradicted."""
+    if choice == "none":
+        return "--oracle none: no independent check was run"
+    if not checks:
+        return "no published count for this graph and query" if choice == "published" else "no oracle applies"
+    return "; ".join(f"{c['name']} {c['status']}" + (f": {c['reason']}" if c.get("reason") else "") for c in checks)
 
 
 def verify(published: dict, parquet_glob: str, edges: int, spec: JoinSpec, count: int,
            fetch_matches: Callable[[int], list[tuple]], choice: str = "auto",
-           timeout_s: float = 600.0, match_limit: int = 2000) -> dict:
+           timeout_s: float = 600.0, match_limit: int = 2000, answers: dict | None = None) -> dict:
+    """{oracle, checks, verified, disagrees, unverified_reason}. `answers` caches oracle answers by
+    (edges file, pattern, oracle) across runs on the same graph (each check says if it was reused)."""
+    pattern = Pattern.of(spec.query, spec.semantics)
     checks = []
     pub = published_count(published, spec) if choice != "none" else None
     if pub is not None:
         checks.append({"name": "published", "status": "ok", "count": pub, "agrees": pub == count, "seconds": 0.0})
-    for name in oracles_for(choice, edges):
-        check = run_oracle(name, parquet_glob, spec, timeout_s, match_limit)
+    for name in oracles_for(choice, pattern, edges):
+        key = (parquet_glob, pattern, name, match_limit)
+        reused = answers is not None and key in answers
+        if not reused:
+            answer = run_oracle(name, parquet_glob, pattern, timeout_s, match_limit)
+            if answers is not None and answer["status"] == "ok":
+                answers[key] = answer
+        check = dict(answers[key] if reused else answer, reused=reused)
         expected = check.pop("matches")
         check["agrees"] = (check["count"] == count) if check["status"] == "ok" else None
         if check["agrees"] is not None and expected is not None and count <= match_limit:
-            diff = compare_matches(spec, fetch_matches(match_limit + 1), expected)
-            check["matches_compared"] = len(expected)
+            diff = compare_matches(pattern, fetch_matches(match_limit + 1), expected)
+            check["matches_compared"] = len({pattern.instance_key(m) for m in expected})
             check["counterexamples"] = diff[:MAX_COUNTEREXAMPLES]
             check["counterexamples_total"] = len(diff)
             check["agrees"] = check["agrees"] and not diff
         checks.append(check)
     computed = [c for c in checks if c["name"] != "published"]
-    if computed:
-        primary = computed[0]
-    elif checks:
-        primary = checks[0]
-    else:
-        primary = {"name": choice, "status": "skipped", "count": None, "agrees": None, "seconds": 0.0,
-                   "reason": {"none": "--oracle none", "published": "no published count for this graph and query"}.get(choice, "no oracle applies")}
+    primary = computed[0] if computed else checks[0] if checks else {
+        "name": choice, "status": "skipped", "count": None, "agrees": None, "seconds": 0.0,
+        "reason": unverified_reason(choice, [])}
     disagrees = any(c["agrees"] is False for c in checks)
+    verified = (not disagrees) and any(c["agrees"] for c in checks)
     return {
         "oracle": primary,
         "checks": checks,
-        "verified": (not disagrees) and any(c["agrees"] for c in checks),
+        "verified": verified,
         "disagrees": disagrees,
+        "unverified_reason": None if verified or disagrees else unverified_reason(choice, checks),
     }

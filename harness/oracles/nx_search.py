@@ -1,0 +1,89 @@
+"""The networkx oracle, for small graphs.
+
+- undirected: networkx's subgraph monomorphisms of the pattern into the graph divided by the
+  pattern's automorphisms, both found by networkx's GraphMatcher;
+- directed: networkx has no homomorphism counter, so a backtracking search over a networkx DiGraph
+  (the plain join: attributes may coincide; a self-loop atom needs the loop)."""
+from __future__ import annotations
+
+import time
+
+from .pattern import Pattern
+
+
+def _read_edges(parquet_glob: str) -> list[tuple[int, int]]:
+    import duckdb
+
+    return duckdb.sql(f"SELECT src, dst FROM read_parquet('{parquet_glob}')").fetchall()
+
+
+def oracle(parquet_glob: str, pattern: Pattern, match_limit: int) -> dict:
+    start = time.perf_counter()
+    edges = _read_edges(parquet_glob)
+    loaded = time.perf_counter()
+    count, matches = count_edges(edges, pattern, match_limit)
+    return {"count": count, "matches": matches, "load_s": loaded - start, "count_s": time.perf_counter() - loaded}
+
+
+def count_edges(edges: list[tuple[int, int]], pattern: Pattern, match_limit: int) -> tuple[int, list | None]:
+    """(count, up to match_limit + 1 matches in attribute order, or None above match_limit)."""
+    import networkx as nx
+    from networkx.algorithms.isomorphism import GraphMatcher
+
+    if pattern.undirected:
+        graph = nx.Graph((s, d) for s, d in edges if s != d)
+        shape = nx.Graph()
+        shape.add_nodes_from(pattern.attributes)
+        shape.add_edges_from(pattern.edges)
+        automorphisms = sum(1 for _ in GraphMatcher(shape, shape).isomorphisms_iter())
+        instances: dict = {}  # subgraph (edge set) -> one match of it
+        monomorphisms = 0
+        for mapping in GraphMatcher(graph, shape).subgraph_monomorphisms_iter():
+            monomorphisms += 1
+            if len(instances) <= match_limit:
+                inverse = {p: g for g, p in mapping.items()}
+                match = tuple(inverse[a] for a in pattern.attributes)
+                instances.setdefault(pattern.instance_key(match), match)
+        if monomorphisms % automorphisms:
+            raise RuntimeError(f"{monomorphisms} monomorphisms is not a multiple of |Aut| = {automorphisms}")
+        count = monomorphisms // automorphisms
+        return count, (list(instances.values()) if count <= match_limit else None)
+    return _homomorphisms(nx.DiGraph(edges), pattern, match_limit)
+
+
+def _homomorphisms(graph, pattern: Pattern, match_limit: int) -> tuple[int, list | None]:
+    attrs, atoms = pattern.attributes, pattern.edges
+    order = [attrs[0]]
+    while len(order) < len(attrs):  # breadth-first so every attribute has a bound neighbour
+        nxt = next((a for a in attrs if a not in order and any(
+            (x == a and y in order) or (y == a and x in order) for x, y in atoms)), None)
+        order.append(nxt or next(a for a in attrs if a not in order))
+    nodes = list(graph.nodes)
+    found: list[tuple] = []
+    total = 0
+
+    def search(i: int, value: dict) -> None:
+        nonlocal total
+        if i == len(order):
+            total += 1
+            if len(found) <= match_limit:
+                found.append(tuple(value[a] for a in attrs))
+            return
+        a = order[i]
+        candidates = None
+        for x, y in atoms:
+            if x == a and y != a and y in value:
+                cand = set(graph.pred[value[y]])
+            elif y == a and x != a and x in value:
+                cand = set(graph.succ[value[x]])
+            else:
+                continue
+            candidates = cand if candidates is None else candidates & cand
+        for v in (nodes if candidates is None else candidates):
+            if all(graph.has_edge(v, v) for x, y in atoms if x == y == a):
+                value[a] = v
+                search(i + 1, value)
+                del value[a]
+
+    search(0, {})
+    return total, (found if total <= match_limit else None)
