@@ -1,9 +1,11 @@
 """Command line: `python -m harness run ...`, `bench WORKLOAD`, `baseline`, `gate`, `report`, `compare`,
 `datasets` and `cluster`.
-run and bench exit 0 only if every run is OK, 2 otherwise (bad input included, with a one-line error);
-gate exits 0 on a pass, 1 on a regression and 2 on a failure; compare exits 0 when the counts of the
-(at least two) systems that completed agree, 1 when they differ and 2 on bad input or when fewer than
-two completed."""
+run and bench exit 0 only if every run is OK (UNVERIFIED too with --allow-unverified or the workload's
+allow_unverified, TIM too where the workload's expected_timeouts name the implementation), 2 otherwise
+(bad input included, with a one-line error); gate exits 0 on a pass, 1 on a regression and 2 on a
+failure; compare exits 0 when the counts of the systems that completed agree and a system outside the
+project agreed, 1 when they differ, 2 on bad input or when fewer than two completed, 3 when they agree
+but nothing outside the project checked them (UNVERIFIED; 0 with --allow-unverified)."""
 from __future__ import annotations
 
 import argparse
@@ -17,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 
 from . import plots
 from .errors import DataError, HarnessError
-from .results import RESULTS_DIR, new_run_id, write_json_atomic
+from .results import RESULTS_DIR, new_run_id, passes, write_json_atomic
 from .tables import balance_table, delta_table, fmt_int, logical_table, results_table, shares_table, summary_lines
 
 _WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", 200))
@@ -27,9 +29,15 @@ errors = Console(stderr=True, highlight=False, width=_WIDTH)
 
 def _report_failures(records: list[dict]) -> None:
     for r in records:
-        if r["status"] != "OK":
+        if r["status"] == "UNVERIFIED":
+            allowed = " (allowed: allow_unverified)" if r.get("allow_unverified") else ""
+            errors.print(f"[yellow]UNVERIFIED[/] {r['implementation']} {r['query'].get('name')} on {r['dataset'].get('name')}: "
+                         f"count {r['count']:,} not checked by anything independent: {r.get('unverified_reason')}{allowed}",
+                         soft_wrap=True)
+        elif r["status"] != "OK":
+            expected = " (expected by the workload)" if r["status"] == "TIM" and r.get("timeout_expected") else ""
             errors.print(f"[red]{r['status']}[/] {r['implementation']} {r['query'].get('name')} on {r['dataset'].get('name')}: "
-                         f"{r.get('error') or 'count disagrees with an oracle'}")
+                         f"{r.get('error') or 'count disagrees with an oracle'}{expected}", soft_wrap=True)
             for c in r.get("checks", []):
                 for ex in c.get("counterexamples", []):
                     errors.print(f"    {c['name']}: {ex['kind']} x{ex['times']}: {ex['match']}")
@@ -59,7 +67,7 @@ def cmd_run(args) -> int:
     req = RunRequest(
         query=args.query, dataset=args.dataset, impl=args.impl, workers=args.workers, semantics=args.semantics,
         oracle=args.oracle, timeout_s=args.timeout, oracle_timeout_s=args.oracle_timeout, params=params,
-        attribute_order=tuple(args.order.split(",")) if args.order else None,
+        attribute_order=tuple(args.order.split(",")) if args.order else None, allow_unverified=args.allow_unverified,
     )
     record = Runner(args.master, args.workers).run(req)
     path = Path(args.json) if args.json else RESULTS_DIR / "runs" / f"run-{record['run_id']}.json"
@@ -70,7 +78,7 @@ def cmd_run(args) -> int:
     console.print(results_table([record], f"run {record['run_id']}"))
     _report_failures([record])
     console.print(f"result: {path}")
-    return 0 if record["status"] == "OK" else 2
+    return 0 if passes(record) else 2
 
 
 def _checked_workload(name: str, tier: str | None, trials: int | None = None):
@@ -83,6 +91,8 @@ def _checked_workload(name: str, tier: str | None, trials: int | None = None):
     wl = workloads.load(name, tier)
     if trials is not None:
         wl.trials = trials
+    for name in wl.expected_timeouts:
+        implementations.get(name)  # a misspelt name would silently expect nothing
     for req in wl.requests():
         implementations.get(req.impl)
         query, options = load_query(req.query)
@@ -110,7 +120,7 @@ def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
             records.append(record)
             name = f"{i:03d}-{_slug(req.impl)}-{_slug(str(record['query'].get('name')))}-{_slug(str(record['dataset'].get('name')))}-w{req.workers}-t{req.trial}.json"
             write_json_atomic(out_dir / name, record)
-            mark = "[green]OK[/]" if record["status"] == "OK" else f"[red]{record['status']}[/]"
+            mark = {"OK": "[green]OK[/]", "UNVERIFIED": "[yellow]UNVERIFIED[/]"}.get(record["status"], f"[red]{record['status']}[/]")
             progress.console.print(f"{label}: {mark} count={fmt_int(record.get('count'))} query_s={record['metrics'].get('query_s', '-')}")
             progress.advance(task)
     return records
@@ -135,6 +145,7 @@ def _swap_in_real_graphs(wl, from_path: Path) -> None:
 
 def cmd_bench(args) -> int:
     wl = _checked_workload(args.workload, args.tier, args.trials)
+    wl.allow_unverified = wl.allow_unverified or args.allow_unverified
     if args.from_path:
         _swap_in_real_graphs(wl, Path(args.from_path))
     out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-{_slug(wl.name)}"
@@ -154,7 +165,7 @@ def cmd_bench(args) -> int:
             console.print(f"plot: {plot}")
     _report_failures(records)
     console.print(f"results: {out_dir}")
-    return 0 if all(r["status"] == "OK" for r in records) else 2
+    return 0 if all(passes(r) for r in records) else 2
 
 
 def cmd_baseline(args) -> int:
@@ -233,7 +244,7 @@ def cmd_compare(args) -> int:
     run_id = new_run_id()
     out_dir = Path(args.results) if args.results else (
         RESULTS_DIR / "runs" / f"{run_id}-compare-{_slug(_query_label(args.query))}-{_slug(cmp.source.name)}")
-    return compare.execute(cmp, args.master, out_dir, console, run_id)
+    return compare.execute(cmp, args.master, out_dir, console, run_id, args.allow_unverified)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -248,7 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--impl", required=True, help="implementation name")
     run.add_argument("--workers", type=int, default=2, help="logical workers = partitions of every exchange")
     run.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
-    run.add_argument("--oracle", default="auto", help="auto | duckdb | networkx | none (with --updates also bigjoin: a recompute)")
+    run.add_argument("--oracle", default="auto", help="auto | networkx | duckdb | graphblas | native | published | none")
+    run.add_argument("--allow-unverified", action="store_true",
+                     help="exit 0 even if nothing independent checked the count (the result still says UNVERIFIED)")
     run.add_argument("--oracle-timeout", type=float, default=600.0)
     run.add_argument("--timeout", type=float, default=None, help="seconds for index + query before TIM")
     run.add_argument("--batch", type=int, default=None, help="batch size parameter passed to the implementation")
@@ -265,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--tier", default=None, help="a tier defined in the workload (default: its base settings)")
     bench.add_argument("--results", default=None, help="directory for the run files")
     bench.add_argument("--trials", type=int, default=None, help="override the workload's trials")
+    bench.add_argument("--allow-unverified", action="store_true",
+                       help="exit 0 even if nothing independent checked some count (they still say UNVERIFIED)")
     bench.add_argument("--from", dest="from_path", default=None,
                        help="the real graph's file (e.g. soc-LiveJournal1.txt.gz): run on it instead of its twin")
     bench.set_defaults(fn=cmd_bench)
@@ -310,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmp = sub.add_parser("compare", parents=[common],
                          help="every implementation and the peer systems (DuckDB, Kuzu, networkx, GraphX) on one graph "
-                              "(exit 0 counts agree, 1 they differ, 2 bad input)")
+                              "(exit 0 counts agree and an outside system agreed, 1 they differ, 2 bad input, 3 unverified)")
     cmp.add_argument("--query", required=True, help="built-in name, pattern string (a-b,b-c,a-c) or YAML path")
     cmp.add_argument("--dataset", required=True, help="registry name, generator spec (rmat:scale=12) or edge-list path")
     cmp.add_argument("--systems", default=None, help="comma list to restrict to (default: all: local-gj, bigjoin, "
@@ -321,6 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--networkx-max-edges", type=int, default=None,
                      help="skip networkx above this many edges (default: the oracles' auto limit)")
     cmp.add_argument("--results", default=None, help="directory for compare.json and compare.md")
+    cmp.add_argument("--allow-unverified", action="store_true",
+                     help="exit 0 when the counts agree but no system outside the project took part (still UNVERIFIED)")
     cmp.set_defaults(fn=cmd_compare)
 
     ds = sub.add_parser("datasets", parents=[common], help="list, fetch, verify datasets; make update streams")

@@ -57,7 +57,10 @@ class SparkCounters:
                 return jobs
             time.sleep(0.05)
 
-    def collect(self, groups: list[str], settle_s: float = 15.0) -> dict:
+    def collect(self, groups: list[str], settle_s: float = 15.0, since: float | None = None) -> dict:
+        """Totals and per-round loads over the stages of the jobs of `groups`; executor memory peaks
+        are Spark's per-stage peaks over those stages (the run's own window, on a cluster too);
+        `since` (epoch seconds, the run's start) picks the executors lost during the run."""
         jobs = self._jobs(set(groups), settle_s)
         stage_ids = sorted({s for j in jobs for s in j["stageIds"]})
         phase_of = {s: j.get("jobGroup") for j in jobs for s in j["stageIds"]}
@@ -126,19 +129,33 @@ class SparkCounters:
             executor_peak_execution_memory_bytes=peaks["OnHeapExecutionMemory"] or None,
             executor_peak_rss_bytes=peaks["ProcessTreeJVMRSSMemory"] or None,
             executor_peak_python_rss_bytes=peaks["ProcessTreePythonRSSMemory"] or None,
-            **self._executor_summary(),
+            **self._executor_summary(since),
             jobs=len(jobs),
             stages_evicted=evicted,
             per_round=per_round,
         )
 
-    def _executor_summary(self) -> dict:
-        """From one read of /allexecutors: the driver's peak heap, and the executors of this application
-        that were removed (killed, crashed), with Spark's reason."""
+    def _executor_summary(self, since: float | None) -> dict:
+        """From one read of /allexecutors: the executors removed (killed, crashed) since the run
+        started, with Spark's reason, and the driver's peak heap over the whole application (labelled
+        so: it is not the run's)."""
         executors = self._get("/allexecutors")
         driver = next((ex for ex in executors if ex.get("id") == "driver"), {})
         return {
-            "driver_peak_jvm_heap_bytes": (driver.get("peakMemoryMetrics") or {}).get("JVMHeapMemory") or None,
+            "application_driver_peak_jvm_heap_bytes": (driver.get("peakMemoryMetrics") or {}).get("JVMHeapMemory") or None,
             "executors_lost": [f"{ex['id']}: {ex.get('removeReason') or 'removed'}" for ex in executors
-                               if ex.get("id") != "driver" and not ex.get("isActive", True)],
+                               if ex.get("id") != "driver" and not ex.get("isActive", True)
+                               and (since is None or _epoch(ex.get("removeTime")) >= since)],
         }
+
+
+def _epoch(stamp: str | None) -> float:
+    """Spark's REST dates ("2026-11-23T00:25:05.123GMT") as epoch seconds; unknown: +inf (kept)."""
+    import datetime as dt
+
+    if not stamp:
+        return float("inf")
+    try:
+        return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fGMT").replace(tzinfo=dt.timezone.utc).timestamp()
+    except ValueError:
+        return float("inf")

@@ -15,7 +15,15 @@ from pathlib import Path
 SCHEMA_VERSION = 1
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "results"
-STATUSES = ("OK", "VAL", "TIM", "EXE", "DAT")
+STATUSES = ("OK", "UNVERIFIED", "VAL", "TIM", "EXE", "DAT")
+
+
+def passes(record: dict) -> bool:
+    """Whether a run lets `run`/`bench` exit 0: OK; UNVERIFIED only where the user allowed it
+    (allow_unverified); TIM only where the workload declared the timeout expected."""
+    status = record.get("status")
+    return (status == "OK" or (status == "UNVERIFIED" and bool(record.get("allow_unverified")))
+            or (status == "TIM" and bool(record.get("timeout_expected"))))
 
 
 def now_iso() -> str:

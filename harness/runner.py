@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -12,7 +11,9 @@ from pathlib import Path
 
 from . import datasets, dynamic, results, spark as spark_factory, updates
 from .errors import DataError, ExecutionError, HarnessError, RunTimeout
+from .memory import MemorySampler
 from .metrics import SparkCounters
+from .oracles import Pattern
 from .query import Query, load_query, make_join_spec
 from .verify import ORACLE_CHOICES
 
@@ -31,6 +32,8 @@ class RunRequest:
     attribute_order: tuple[str, ...] | None = None
     workload: str | None = None
     trial: int = 0
+    allow_unverified: bool = False  # the user accepts an UNVERIFIED result (exit code 0); still labelled so
+    timeout_expected: bool = False  # the workload declares a TIM of this run an expected result
 
 
 class Runner:
@@ -43,6 +46,7 @@ class Runner:
         self._counters = None
         self._graphs: dict[tuple[str, str, str], tuple[datasets.Graph, float]] = {}
         self._arrangements: dict[tuple[str, str, str], dict] = {}  # indices built per graph, shared by runs
+        self._oracle_answers: dict = {}  # an oracle's answer on a graph serves every implementation run on it
 
     @property
     def spark(self):
@@ -74,7 +78,9 @@ class Runner:
             "query": {"name": str(req.query)} if not isinstance(req.query, (dict, Query)) else {"name": getattr(req.query, "name", None) or req.query.get("name")},
             "dataset": {"name": req.dataset}, "implementation": req.impl,
             "params": {"workers": req.workers, **req.params}, "status": None, "error": None,
-            "count": None, "verified": False, "oracle": None, "checks": [], "metrics": {}, "logical": {},
+            "allow_unverified": req.allow_unverified, "timeout_expected": req.timeout_expected,
+            "count": None, "verified": False, "unverified_reason": None, "oracle": None, "checks": [],
+            "metrics": {}, "logical": {},
         }
         metrics = record["metrics"]
         stream, workdir = None, None
@@ -119,15 +125,20 @@ class Runner:
                     stream = updates.load_stream(spark, str(stream_spec), directed.df, workdir)
             impl = impl_cls(RunContext(spark, graph, spec, req.workers, dict(req.params), arrangements, stream))
             deadline = None if req.timeout_s is None else time.perf_counter() + req.timeout_s
-            index_s, _ = self.timed(f"{run_id}:index", impl.prepare, deadline)
-            query_s, outcome = self.timed(f"{run_id}:query", impl.count, deadline)
-            metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=impl.index_reused)
-            metrics["wall_s"] = round(time.perf_counter() - started, 4)
-            record["count"] = int(outcome.count)
-            record["logical"] = outcome.counters
-            if stream is not None:
-                self._run_batches(record, impl, stream, spec, req, run_id, deadline, workdir)
-            metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query", f"{run_id}:updates"]))
+            window_start = time.time()
+            with MemorySampler(spark) as memory:
+                metrics["memory"] = memory  # its report replaces it once it has stopped
+                index_s, _ = self.timed(f"{run_id}:index", impl.prepare, deadline)
+                query_s, outcome = self.timed(f"{run_id}:query", impl.count, deadline)
+                metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=impl.index_reused)
+                metrics["wall_s"] = round(time.perf_counter() - started, 4)
+                record["count"] = int(outcome.count)
+                record["logical"] = outcome.counters
+                if stream is not None:
+                    self._run_batches(record, impl, stream, spec, req, run_id, deadline, workdir, memory)
+            metrics["memory"] = memory.report()
+            metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query", f"{run_id}:updates"],
+                                                  since=window_start))
             clash = sorted(set(outcome.metrics) & set(metrics))
             if clash:
                 raise ExecutionError(f"{req.impl} reports metric '{clash[0]}', which the harness already measures")
@@ -141,12 +152,13 @@ class Runner:
 
             if stream is not None:  # verified batch by batch
                 disagrees = record["oracle"]["agrees"] is False
+                record["unverified_reason"] = None if record["verified"] or disagrees else record["oracle"].get("reason")
             else:
                 check = verify(graph.published, graph.parquet_glob(), graph.edges, spec, record["count"], fetch,
-                               req.oracle, req.oracle_timeout_s)
+                               req.oracle, req.oracle_timeout_s, answers=self._oracle_answers)
                 disagrees = check.pop("disagrees")
                 record.update(check)
-            record["status"] = "VAL" if disagrees else "OK"
+            record["status"] = "VAL" if disagrees else "OK" if record["verified"] else "UNVERIFIED"
         except HarnessError as exc:
             record["status"] = exc.status
             record["error"] = str(exc)
@@ -159,6 +171,8 @@ class Runner:
         finally:
             if workdir is not None:
                 shutil.rmtree(workdir, ignore_errors=True)
+        if isinstance(metrics.get("memory"), MemorySampler):
+            metrics["memory"] = metrics["memory"].report()
         if record["status"] in ("TIM", "EXE") and self._counters is not None:
             try:
                 metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query", f"{run_id}:updates"], settle_s=5))
@@ -167,42 +181,60 @@ class Runner:
         metrics.setdefault("wall_s", round(time.perf_counter() - started, 4))
         return record
 
-    def _run_batches(self, record: dict, impl, stream, spec, req: RunRequest, run_id: str, deadline, workdir: Path) -> None:
-        """Apply the stream batch by batch (each timed), recounting the graph after each one."""
-        from implementations import RunContext
-        from implementations.bigjoin import BiGJoin
-
+    def _run_batches(self, record: dict, impl, stream, spec, req: RunRequest, run_id: str, deadline, workdir: Path,
+                     memory: MemorySampler) -> None:
+        """Apply the stream batch by batch (each timed), recounting the graph with an oracle after each
+        one. With params `recompute: bigjoin`, a fresh BiGJoin run on each state is timed too (the
+        recompute an update saves); its count is agreement, not verification."""
         spark, metrics = self.spark, record["metrics"]
+        pattern = Pattern.of(spec.query, spec.semantics)
+        recompute = req.params.get("recompute")
+        if recompute not in (None, "bigjoin"):
+            raise DataError(f"params.recompute: expected 'bigjoin', got {recompute!r}")
 
-        def recompute(path: Path) -> tuple[int, float]:
-            graph = datasets.from_canonical_parquet(spark, path, req.semantics, path.stem, req.workers)
-            fresh = BiGJoin(RunContext(spark, graph, spec, req.workers))
-            start = time.perf_counter()
-            fresh.prepare()
-            count = fresh.count().count
-            seconds = time.perf_counter() - start
-            graph.df.unpersist()
-            return count, round(seconds, 4)
+        def recount(name: str) -> dict:
+            with memory.paused(), self._counters.job_group(f"{run_id}:verify"):
+                return dynamic.recount(reference, pattern, req.oracle, req.oracle_timeout_s, name)
+
+        def recompute_bigjoin(name: str) -> dict | None:
+            if recompute is None:
+                return None
+            from implementations import RunContext
+            from implementations.bigjoin import BiGJoin
+
+            with memory.paused(), self._counters.job_group(f"{run_id}:recompute"):
+                graph = datasets.from_canonical_parquet(spark, reference.export(name), req.semantics, name, req.workers)
+                fresh = BiGJoin(RunContext(spark, graph, spec, req.workers))
+                start = time.perf_counter()
+                fresh.prepare()
+                count = fresh.count().count
+                seconds = time.perf_counter() - start
+                graph.df.unpersist()
+                fresh.index.close()
+            return {"count": count, "seconds": round(seconds, 4)}
 
         reference = dynamic.Reference(stream, workdir, req.semantics)
         try:
-            with self._counters.job_group(f"{run_id}:verify"):
-                initial = dynamic.recount(reference, spec, req.oracle, req.oracle_timeout_s, "initial", recompute)
+            initial = recount("initial")
             initial.update(count=record["count"], agrees=None if initial["oracle_count"] is None else initial["oracle_count"] == record["count"])
             count, entries, sizes = record["count"], [], stream.sizes()
             for batch in stream.batches:
                 seconds, outcome = self.timed(f"{run_id}:updates", lambda: impl.apply_updates(stream.batch(batch)), deadline)
                 count += outcome.delta
                 reference.apply(batch)
-                with self._counters.job_group(f"{run_id}:verify"):
-                    check = dynamic.recount(reference, spec, req.oracle, req.oracle_timeout_s, f"batch-{batch}", recompute)
-                entries.append(dynamic.batch_entry(batch, sizes[batch], seconds, outcome, count, check))
+                check = recount(f"batch-{batch}")
+                entries.append(dynamic.batch_entry(batch, sizes[batch], seconds, outcome, count, check,
+                                                   recompute_bigjoin(f"batch-{batch}")))
         finally:
             reference.close()
         check = dynamic.summary(initial, entries)
         total_s = sum(e["seconds"] for e in entries)
+        recounts = [e["recompute_agrees"] for e in entries if "recompute_agrees" in e]
         record.update(count=count, initial=initial, batches=entries, checks=[check], oracle=check,
-                      verified=check["status"] == "ok" and bool(check["agrees"]))
+                      verified=check["status"] == "ok" and bool(check["agrees"]),
+                      agreement=None if not recounts else {
+                          "with": "a fresh bigjoin run on every state (timing comparison, not verification)",
+                          "states": len(recounts), "agreeing": sum(recounts)})
         metrics.update(batches=len(entries), updates_s=round(total_s, 4),
                        updates_per_s=round(sum(e["updates"] for e in entries) / total_s, 1) if total_s else None,
                        output_changes_per_s=round(sum(e["output_changes"] for e in entries) / total_s, 1) if total_s else None,

@@ -34,17 +34,25 @@ def _oracle_cell(r: dict) -> str:
     return ", ".join(parts) + ("" if r.get("verified") else " [yellow](unverified)[/]")
 
 
+def _memory_cell(memory: dict) -> str:
+    """The run's own peaks, sampled in its window: driver Python, driver JVM, the JVM's Python workers."""
+    if not memory:
+        return "-"
+    return " / ".join(_fmt_bytes(memory.get(f"{k}_peak_bytes")) for k in ("driver_python_rss", "driver_jvm_rss", "jvm_child_python_rss"))
+
+
 def results_table(records: list[dict], title: str) -> Table:
     table = Table(title=title, show_lines=False)
     for col, justify in [("dataset", "left"), ("query", "left"), ("sem", "left"), ("impl", "left"), ("W", "right"),
                          ("status", "left"), ("count", "right"), ("verified by", "left"), ("load s", "right"),
                          ("index s", "right"), ("query s", "right"), ("shuffle rec", "right"), ("rounds", "right"),
-                         ("max/mean load", "right"), ("peak exec mem", "right"), ("spill", "right")]:
+                         ("max/mean load", "right"), ("peak exec mem", "right"), ("RSS peak py / JVM / workers", "right"),
+                         ("spill", "right")]:
         table.add_column(col, justify=justify)
     for r in records:
         m = r.get("metrics", {})
         status = r["status"]
-        colour = "green" if status == "OK" else "red"
+        colour = {"OK": "green", "UNVERIFIED": "yellow"}.get(status, "red")
         skew = m.get("load_skew")
         table.add_row(
             str(r["dataset"].get("name")), str(r["query"].get("name")), r["semantics"][:3], r["implementation"],
@@ -52,7 +60,7 @@ def results_table(records: list[dict], title: str) -> Table:
             f"{m['load_s']:.2f}" if "load_s" in m else "-", f"{m['index_s']:.2f}" if "index_s" in m else "-",
             f"{m['query_s']:.2f}" if "query_s" in m else "-", fmt_int(m.get("shuffle_records")), fmt_int(m.get("rounds")),
             f"{m.get('max_task_records', 0):,} / {m.get('mean_task_records', 0):,.0f} ({skew:.2f}x)" if skew else "-",
-            _fmt_bytes(m.get("peak_exec_memory_bytes")), _fmt_bytes(m.get("spill_bytes")),
+            _fmt_bytes(m.get("peak_exec_memory_bytes")), _memory_cell(m.get("memory") or {}), _fmt_bytes(m.get("spill_bytes")),
         )
     return table
 

@@ -19,7 +19,7 @@ WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
 
 _LIST_KEYS = {"queries", "semantics", "datasets", "implementations", "workers"}
 _SCALAR_KEYS = {"name", "description", "trials", "oracle", "timeout_s", "oracle_timeout_s", "params", "attribute_order", "updates",
-                "time_threshold", "min_seconds"}
+                "time_threshold", "min_seconds", "allow_unverified", "expected_timeouts"}
 _KEYS = _LIST_KEYS | _SCALAR_KEYS | {"tiers"}
 
 
@@ -42,6 +42,8 @@ class Workload:
     tier: str = "default"
     time_threshold: float | None = None  # the regression gate's, for baselines of this workload
     min_seconds: float | None = None
+    allow_unverified: bool = False  # UNVERIFIED runs exit 0 (still labelled); never for the gate or a README figure
+    expected_timeouts: list[str] = field(default_factory=list)  # implementations whose TIM is an expected result
 
     def requests(self) -> list[RunRequest]:
         """Every run, datasets outermost so each graph is loaded once."""
@@ -57,7 +59,8 @@ class Workload:
                     query=query, dataset=dataset, impl=impl, workers=workers, semantics=semantics,
                     oracle=self.oracle, timeout_s=self.timeout_s, oracle_timeout_s=self.oracle_timeout_s,
                     params={**fixed, **grid}, attribute_order=tuple(self.attribute_order) if self.attribute_order else None,
-                    workload=self.name, trial=trial,
+                    workload=self.name, trial=trial, allow_unverified=self.allow_unverified,
+                    timeout_expected=impl in self.expected_timeouts,
                 ))
         return out
 
@@ -168,15 +171,21 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
     description = data.get("description", "")
     if not isinstance(description, str):
         raise DataError(f"{path}: key 'description' must be a string")
+    allow_unverified = data.get("allow_unverified", False)
+    if not isinstance(allow_unverified, bool):
+        raise DataError(f"{path}: key 'allow_unverified' must be true or false, got {allow_unverified!r}")
+    implementations = _as_list(data, "implementations", path, str)
+    expected_timeouts = _as_list(data, "expected_timeouts", path, str, required=False)  # a tier may run none of them
     return Workload(
         name=str(data.get("name") or path.stem), path=path, description=description,
         queries=queries, semantics=semantics,
         datasets=_as_list(data, "datasets", path, str),
-        implementations=_as_list(data, "implementations", path, str),
+        implementations=implementations,
         workers=workers, trials=_number(data, "trials", path, 1, integer=True), oracle=oracle,
         timeout_s=_number(data, "timeout_s", path, 600.0), oracle_timeout_s=_number(data, "oracle_timeout_s", path, 600.0) or 600.0,
         params=params, attribute_order=order, tier=tier,
         time_threshold=_number(data, "time_threshold", path, None), min_seconds=_number(data, "min_seconds", path, None),
+        allow_unverified=allow_unverified, expected_timeouts=expected_timeouts,
     )
 
 

@@ -1,0 +1,99 @@
+"""Peak memory of this machine's processes inside one run's own time window, sampled by a thread:
+the driver's Python process (where local-gj computes), the driver's JVM, the Python processes the
+JVM started (in local mode, Spark's Python workers) and the machine's memory in use. Executors on
+other machines are measured by Spark itself (metrics.SparkCounters: per-stage peaks)."""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+import psutil
+
+INTERVAL_S = 0.1
+FIELDS = ("driver_python_rss", "driver_jvm_rss", "jvm_child_python_rss", "machine_used")
+
+
+def _rss(proc: psutil.Process | None) -> int:
+    try:
+        return proc.memory_info().rss if proc is not None else 0
+    except psutil.Error:
+        return 0
+
+
+def _children_rss(proc: psutil.Process | None) -> int:
+    if proc is None:
+        return 0
+    try:
+        children = proc.children(recursive=True)
+    except psutil.Error:
+        return 0
+    return sum(_rss(c) for c in children)
+
+
+def jvm_process(spark) -> psutil.Process | None:
+    """The driver's JVM, when this process launched it (pyspark's gateway)."""
+    proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    try:
+        return psutil.Process(proc.pid) if proc is not None else None
+    except psutil.Error:
+        return None
+
+
+class MemorySampler:
+    """`with MemorySampler(spark) as m: ...` then `m.report()`: start and peak of every FIELDS value."""
+
+    def __init__(self, spark, interval_s: float = INTERVAL_S):
+        self.interval_s = interval_s
+        self.me = psutil.Process()
+        self.jvm = jvm_process(spark)
+        self.start: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self.samples = 0
+        self._stop = threading.Event()
+        self._paused = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="memory-sampler")
+
+    def read(self) -> dict[str, int]:
+        vm = psutil.virtual_memory()
+        return {"driver_python_rss": _rss(self.me), "driver_jvm_rss": _rss(self.jvm),
+                "jvm_child_python_rss": _children_rss(self.jvm), "machine_used": vm.total - vm.available}
+
+    def _take(self) -> None:
+        now = self.read()
+        self.samples += 1
+        for k, v in now.items():
+            self.peak[k] = max(self.peak.get(k, 0), v)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if not self._paused.is_set():
+                self._take()
+
+    @contextmanager
+    def paused(self):
+        """Leave work outside the run out of its peaks (a dynamic run's recounts)."""
+        self._take()
+        self._paused.set()
+        try:
+            yield
+        finally:
+            self._paused.clear()
+
+    def __enter__(self) -> "MemorySampler":
+        self.start = self.read()
+        self.peak = dict(self.start)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._take()
+
+    def report(self) -> dict:
+        out = {"window": "index + query (and a dynamic run's update batches, not its recounts)", "sampled_every_s": self.interval_s, "samples": self.samples,
+               "driver_jvm_sampled": self.jvm is not None}
+        for k in FIELDS:
+            out[f"{k}_start_bytes"] = self.start.get(k)
+            out[f"{k}_peak_bytes"] = self.peak.get(k)
+        return out
