@@ -1,7 +1,11 @@
-"""`python -m harness compare --query Q --dataset D`: every implementation of the project and the peer
-systems (DuckDB, Kùzu, networkx, Spark GraphX) on the same canonical graph in one process, their
-counts checked against each other, their times side by side, and the COST of BiGJoin: the fewest
-Spark cores at which it beats the single-threaded local-gj (McSherry, Isard and Murray, HotOS 2015).
+"""`python -m harness compare --query Q --dataset D`: every implementation of the project, the native
+counter (the native floor) and the peer systems (DuckDB, Kùzu, networkx, SuiteSparse:GraphBLAS, Spark
+GraphX, the published count) on the same canonical graph in one process, their counts checked against
+each other, their times side by side, and the COST of BiGJoin: the fewest Spark cores at which it beats
+the single-threaded local-gj (McSherry, Isard and Murray, HotOS 2015).
+
+Agreement among the project's own code (its implementations and the native counter) is agreement, not
+verification: the verdict is verified only if a system outside the project agreed too, else UNVERIFIED.
 
 A project implementation runs through the Runner (oracle "none": the comparison is the check); its
 time is index_s + query_s, as everywhere in the harness. A peer's time is its load (the canonical
@@ -18,16 +22,20 @@ from rich.table import Table
 from . import datasets, peers, results
 from .errors import DataError, HarnessError
 from .peers import PeerResult
+from .oracles import NETWORKX_AUTO_MAX_EDGES, Pattern
 from .query import SEMANTICS, JoinSpec, Query, load_query, make_join_spec
 from .tables import fmt_int
-from .verify import NETWORKX_AUTO_MAX_EDGES
+from .verify import published_count
 
 PROJECT = ("local-gj", "bigjoin", "bigjoin-s", "delta-bigjoin", "shares", "binary")
-PEERS = ("duckdb", "kuzu", "networkx", "graphx")
-SYSTEMS = PROJECT + PEERS
+NATIVE = "native"  # the project's own native counter: the native floor, not an outsider
+PEERS = ("duckdb", "kuzu", "networkx", "graphblas", "graphx")
+PUBLISHED = "published"
+SYSTEMS = (NATIVE,) + PROJECT + PEERS + (PUBLISHED,)
+OUTSIDE = PEERS + (PUBLISHED,)  # systems that share no code with the project
 BASELINE = "local-gj"  # the COST baseline: one core
 SWEPT = "bigjoin"  # run at every W of --workers; the others at the largest
-COLUMNS = ("system", "W/cores", "status", "count", "load s", "query s", "total s", "× local-gj", "note")
+COLUMNS = ("system", "W/cores", "status", "count", "load s", "query s", "total s", "× native", "× local-gj", "note")
 
 
 @dataclass
@@ -92,12 +100,13 @@ def _project_row(runner, cmp: Comparison, impl: str, workers: int) -> PeerResult
     record = runner.run(RunRequest(query=cmp.query_arg, dataset=cmp.dataset_arg, impl=impl, workers=workers,
                                    semantics=cmp.semantics, oracle="none", timeout_s=cmp.timeout_s))
     m = record["metrics"]
-    return PeerResult(impl, "1 core" if impl == BASELINE else f"W={workers}", record["status"], record["count"],
+    status = "OK" if record["status"] == "UNVERIFIED" else record["status"]  # completed: the comparison checks it
+    return PeerResult(impl, "1 core" if impl == BASELINE else f"W={workers}", status, record["count"],
                       m.get("index_s"), m.get("query_s"), record["error"], workers,
                       {"graph_load_s": m.get("load_s"), "index_reused": m.get("index_reused"), "record": record})
 
 
-def _graphx_row(runner, cmp: Comparison, graph, run_id: str) -> PeerResult:
+def _graphx_row(runner, cmp: Comparison, graph, run_id: str, pattern: Pattern) -> PeerResult:
     deadline = time.perf_counter() + cmp.timeout_s
     group = f"compare-{run_id}"
 
@@ -105,31 +114,46 @@ def _graphx_row(runner, cmp: Comparison, graph, run_id: str) -> PeerResult:
         return runner.timed(f"{group}:graphx {phase}", fn, deadline)
 
     try:
-        return peers.graphx_peer(runner.spark, graph, cmp.spec, cmp.spark_workers, timed)
+        return peers.graphx_peer(runner.spark, graph, pattern, cmp.spark_workers, timed)
     except HarnessError as exc:
         return PeerResult("graphx", f"W={cmp.spark_workers}", exc.status, error=str(exc), workers=cmp.spark_workers)
 
 
 def _steps(cmp: Comparison, runner, graph, run_id: str) -> list[tuple[str, object]]:
-    glob, spec, timeout = graph.parquet_glob(), cmp.spec, cmp.timeout_s
+    glob, timeout = graph.parquet_glob(), cmp.timeout_s
+    pattern = Pattern.of(cmp.query, cmp.semantics)
     steps = []
+    if NATIVE in cmp.systems:
+        steps.append((NATIVE, lambda: peers.in_memory_peer(NATIVE, glob, pattern, timeout)))
     for impl in (s for s in cmp.systems if s in PROJECT):
         for w in (cmp.workers if impl == SWEPT else (cmp.spark_workers,)):
             label = impl if impl == BASELINE else f"{impl} W={w}"
             steps.append((label, lambda impl=impl, w=w: _project_row(runner, cmp, impl, w)))
     peer_runs = {
-        "duckdb": lambda: peers.duckdb_peer(glob, spec, timeout),
-        "kuzu": lambda: peers.kuzu_peer(glob, spec, timeout),
-        "networkx": lambda: peers.networkx_peer(glob, spec, graph.edges, cmp.networkx_max_edges, timeout),
-        "graphx": lambda: _graphx_row(runner, cmp, graph, run_id),
+        "duckdb": lambda: peers.duckdb_peer(glob, pattern, timeout),
+        "kuzu": lambda: peers.kuzu_peer(glob, pattern, timeout),
+        "networkx": lambda: peers.networkx_peer(glob, pattern, graph.edges, cmp.networkx_max_edges, timeout),
+        "graphblas": lambda: peers.in_memory_peer("graphblas", glob, pattern, timeout),
+        "graphx": lambda: _graphx_row(runner, cmp, graph, run_id, pattern),
+        PUBLISHED: lambda: _published_row(graph, cmp.spec),
     }
-    steps += [(name, peer_runs[name]) for name in cmp.systems if name in PEERS]
+    steps += [(name, peer_runs[name]) for name in cmp.systems if name in OUTSIDE]
     return steps
 
 
-def execute(cmp: Comparison, master: str | None, out_dir: Path, console, run_id: str | None = None) -> int:
+def _published_row(graph, spec: JoinSpec) -> PeerResult:
+    count = published_count(graph.published, spec)
+    if count is None:
+        return peers.skipped(PUBLISHED, "-", f"no published {spec.query.name} count for {graph.name}")
+    return PeerResult(PUBLISHED, "-", "OK", count, extra={"source": graph.published.get("note") or graph.source})
+
+
+def execute(cmp: Comparison, master: str | None, out_dir: Path, console, run_id: str | None = None,
+            allow_unverified: bool = False) -> int:
     """Run everything, print the table, write compare.json and compare.md; the exit code: 0 when the
-    counts of all completed systems (at least two) agree, 1 when they do not, 2 when fewer than two completed."""
+    counts of all completed systems (at least two) agree and one of them is outside the project, 1 when
+    they do not agree, 2 when fewer than two completed, 3 when they agree but none is outside the
+    project (UNVERIFIED; 0 if allow_unverified)."""
     from .runner import Runner
 
     run_id, timestamp = run_id or results.new_run_id(), results.now_iso()
@@ -153,14 +177,23 @@ def execute(cmp: Comparison, master: str | None, out_dir: Path, console, run_id:
 
     labels = _labels(rows)
     base = next((r.total_s for r in rows if r.system == BASELINE and r.total_s is not None), None)
+    floor = next((r.total_s for r in rows if r.system == NATIVE and r.total_s is not None), None)
     agreement = agree(rows, labels)
     cost = cost_figure(rows, base)
     completed = sum(r.status == "OK" for r in rows)
-    exit_code = 1 if agreement["disagreeing"] else 2 if completed < 2 else 0  # fewer than two: nothing was compared
+    if agreement["disagreeing"]:
+        exit_code = 1
+    elif completed < 2:  # nothing was compared
+        exit_code = 2
+    elif agreement["verdict"] == "UNVERIFIED":
+        exit_code = 0 if allow_unverified else 3
+    else:
+        exit_code = 0
     title = f"compare: {cmp.query.name} on {graph.name} ({cmp.semantics})"
-    table_rows = [_cells(r, labels[id(r)], base) for r in rows]
+    table_rows = [_cells(r, labels[id(r)], base, floor) for r in rows]
     console.print(_rich_table(title, table_rows, [r.status for r in rows]))
-    console.print(("[red]" if exit_code else "[green]") + agreement["line"] + "[/]", soft_wrap=True)
+    colour = "[green]" if exit_code == 0 and agreement["verdict"] == "VERIFIED" else "[yellow]" if exit_code in (0, 3) else "[red]"
+    console.print(colour + escape(agreement["line"]) + "[/]", soft_wrap=True)
     console.print(cost["line"], soft_wrap=True)
 
     record = {
@@ -172,8 +205,10 @@ def execute(cmp: Comparison, master: str | None, out_dir: Path, console, run_id:
                    "networkx_max_edges": cmp.networkx_max_edges},
         "spark": {"master": spark.sparkContext.master, "version": spark.version},
         "git": results.git_info(), "machine": results.machine_info(),
-        "rows": [{"label": labels[id(r)], **r.to_json(), "over_local_gj": _ratio(r, base)} for r in rows],
-        "agreement": agreement, "cost": cost, "exit_code": exit_code,
+        "rows": [{"label": labels[id(r)], **r.to_json(), "over_native": _ratio(r, floor), "over_local_gj": _ratio(r, base)}
+                 for r in rows],
+        "agreement": agreement, "verdict": agreement["verdict"], "allow_unverified": allow_unverified,
+        "cost": cost, "exit_code": exit_code,
     }
     markdown = "\n".join([f"# {title}", "", *_markdown_table(table_rows), "", agreement["line"], "", cost["line"], ""])
     results.write_json_atomic(out_dir / "compare.json", record)
@@ -205,18 +240,28 @@ def agree(rows: list[PeerResult], labels: dict[int, str]) -> dict:
              f"{len(failed)} failed: {', '.join(failed)}" if failed else ""]
     tail = f" ({'; '.join(n for n in notes if n)})" if any(notes) else ""
     disagreeing: list[str] = []
+    outsiders = sorted({r.system for r in rows if r.status == "OK" and r.system in OUTSIDE})
+    verdict = "NONE"
     if not groups:
         line = f"counts: no system completed{tail}"
     elif len(groups) == 1:
         systems = {r.system for r in rows if r.status == "OK"}
         line = f"counts: identical across {len(systems)} systems: {next(iter(groups)):,}{tail}"
+        if len(systems) > 1 and outsiders:
+            verdict = "VERIFIED"
+            line += f"; verified: outside the project, {', '.join(outsiders)} agree"
+        elif len(systems) > 1:
+            verdict = "UNVERIFIED"
+            line += "; UNVERIFIED: no system outside the project completed, so this is agreement, not verification"
     else:
+        verdict = "DISAGREE"
         ranked = sorted(groups.items(), key=lambda kv: -len(kv[1]))
         disagreeing = [name for _, names in ranked[1:] for name in names]
         line = "counts DISAGREE: " + "; ".join(f"{count:,} from {', '.join(names)}" for count, names in ranked) + tail
     return {"identical": len(groups) == 1, "count": next(iter(groups)) if len(groups) == 1 else None,
             "groups": {str(k): v for k, v in groups.items()}, "skipped": skipped, "failed": failed,
-            "disagreeing": disagreeing, "line": line}
+            "disagreeing": disagreeing, "outside_systems_agreeing": outsiders if verdict == "VERIFIED" else [],
+            "verdict": verdict, "line": line}
 
 
 def cost_figure(rows: list[PeerResult], base: float | None) -> dict:
@@ -253,21 +298,22 @@ def _ratio(r: PeerResult, base: float | None) -> float | None:
     return round(r.total_s / base, 3) if r.total_s is not None and base else None
 
 
-def _cells(r: PeerResult, label: str, base: float | None) -> list[str]:
-    ratio = _ratio(r, base)
+def _cells(r: PeerResult, label: str, base: float | None, floor: float | None) -> list[str]:
     status = f"skipped: {r.error}" if r.status == "SKIP" else r.status
     note = "" if r.status == "SKIP" else (r.error or "")
     if r.extra.get("index_reused"):
         note = "index reused from an earlier run" + (f"; {note}" if note else "")
-    return [r.system, r.cores, status, fmt_int(r.count), _secs(r.load_s), _secs(r.query_s), _secs(r.total_s),
-            "-" if ratio is None else f"{ratio:.2f}×", note]
+    if r.system == NATIVE:
+        note = "native floor (this project's reference kernel, not an outside check)" + (f"; {note}" if note else "")
+    ratios = ["-" if x is None else f"{x:.2f}×" for x in (_ratio(r, floor), _ratio(r, base))]
+    return [r.system, r.cores, status, fmt_int(r.count), _secs(r.load_s), _secs(r.query_s), _secs(r.total_s), *ratios, note]
 
 
 def _rich_table(title: str, rows: list[list[str]], statuses: list[str]) -> Table:
     table = Table(title=title, caption="load s: the edges into the system (project implementations: index_s); "
                                        "total s = load + query", show_lines=False)
     for col in COLUMNS:
-        table.add_column(col, justify="right" if col in ("count", "load s", "query s", "total s", "× local-gj") else "left")
+        table.add_column(col, justify="right" if col in ("count", "load s", "query s", "total s", "× native", "× local-gj") else "left")
     for cells, status in zip(rows, statuses):
         colour = {"OK": "green", "SKIP": "yellow"}.get(status, "red")
         cells = [escape(c) for c in cells]
@@ -276,7 +322,7 @@ def _rich_table(title: str, rows: list[list[str]], statuses: list[str]) -> Table
 
 
 def _markdown_table(rows: list[list[str]]) -> list[str]:
-    right = {"count", "load s", "query s", "total s", "× local-gj"}
+    right = {"count", "load s", "query s", "total s", "× native", "× local-gj"}
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---:" if c in right else "---" for c in COLUMNS) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in rows]
     return lines

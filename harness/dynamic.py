@@ -1,7 +1,7 @@
-"""Dynamic runs: an implementation keeps a count current under a stream of update batches. After every
-batch the harness applies the same batch to a reference edge set of its own (DuckDB, set semantics,
-in order) and recounts the current graph with an oracle: networkx or DuckDB on small graphs, a fresh
-BiGJoin run (index build + count, timed: the recompute the updates save) on large ones."""
+"""Dynamic runs: an implementation keeps a count current under a stream of update batches. The
+harness applies the same batches to a reference edge set of its own (DuckDB, set semantics, in order)
+and recounts the initial graph and the graph after every batch with an independent oracle (networkx,
+DuckDB, GraphBLAS or the native counter, as `auto` picks them): never with an implementation."""
 from __future__ import annotations
 
 import threading
@@ -9,26 +9,17 @@ import time
 from pathlib import Path
 
 from .errors import DataError
-from .oracles import duckdb_sql, networkx_oracle
-from .query import JoinSpec
+from .oracles import Pattern, choose, run_oracle, sql
 from .updates import UpdateStream
-from .verify import NETWORKX_AUTO_MAX_EDGES
 
-DYNAMIC_ORACLES = ("auto", "networkx", "duckdb", "bigjoin", "none")
-DUCKDB_AUTO_MAX_EDGES = 300_000  # above this `auto` recounts with BiGJoin
+DYNAMIC_ORACLES = ("auto", "networkx", "duckdb", "graphblas", "native", "none")
 
 
 class Reference:
     """The current directed edge set, kept by DuckDB from the same Parquet files the implementation reads."""
 
     def __init__(self, stream: UpdateStream, workdir: Path, semantics: str):
-        import duckdb
-
-        self.con = duckdb.connect()
-        self.con.execute("SET threads = 2")
-        self.con.execute("SET enable_progress_bar = false")
-        self.con.execute("SET disabled_optimizers = 'join_order'")  # as the DuckDB oracle: join in attribute order
-        self.con.execute("SET memory_limit = '6GB'")
+        self.con = sql.connect()
         self.con.execute(f"CREATE TABLE d AS SELECT DISTINCT src, dst FROM read_parquet('{stream.initial_path}/*.parquet')")
         self.updates = f"read_parquet('{stream.updates_path}/*.parquet')"
         self.workdir = workdir
@@ -53,12 +44,12 @@ class Reference:
         self.con.execute(f"COPY (SELECT * FROM canonical ORDER BY src, dst) TO '{path}' (FORMAT parquet)")
         return path
 
-    def duckdb_count(self, spec: JoinSpec, timeout_s: float) -> int | None:
-        """The count, or None if it took longer than timeout_s."""
+    def duckdb_count(self, pattern: Pattern, timeout_s: float) -> int | None:
+        """The DuckDB oracle's count on the current graph, or None if it took longer than timeout_s."""
         timer = threading.Timer(timeout_s, self.con.interrupt)
         timer.start()
         try:
-            return int(self.con.execute(duckdb_sql(spec, "canonical")).fetchone()[0])
+            return sql.count_on(self.con, pattern, "canonical")
         except Exception as exc:
             if "interrupt" in str(exc).lower():
                 return None
@@ -70,47 +61,50 @@ class Reference:
         self.con.close()
 
 
-def choose_oracle(choice: str, edges: int) -> str:
+def choose_oracle(choice: str, pattern: Pattern, edges: int) -> str:
     if choice not in DYNAMIC_ORACLES:
         raise DataError(f"unknown oracle '{choice}' for an update stream (expected one of {', '.join(DYNAMIC_ORACLES)})")
-    if choice != "auto":
-        return choice
-    if edges <= NETWORKX_AUTO_MAX_EDGES:
-        return "networkx"
-    return "duckdb" if edges <= DUCKDB_AUTO_MAX_EDGES else "bigjoin"
+    return choice if choice in ("none",) else choose(choice, pattern, edges)[0]
 
 
-def recount(reference: Reference, spec: JoinSpec, choice: str, timeout_s: float, name: str, recompute) -> dict:
-    """{oracle, oracle_count, oracle_seconds[, recompute_s]} for the current graph; count None if skipped.
-    The initial state is not recomputed by BiGJoin: its count is a BiGJoin count already, and every
-    later recount checks it (a running count is the initial count plus the deltas)."""
+def recount(reference: Reference, pattern: Pattern, choice: str, timeout_s: float, name: str) -> dict:
+    """{oracle, edges, oracle_count (None if not recounted), oracle_status, oracle_seconds[, oracle_count_s]}
+    for the current graph."""
     edges = reference.edges()
-    oracle = choose_oracle(choice, edges)
+    oracle = choose_oracle(choice, pattern, edges)
     start = time.perf_counter()
-    out = {"oracle": oracle, "edges": edges, "oracle_count": None}
-    if oracle == "bigjoin" and name == "initial":
-        out["oracle_status"] = "not recounted: checked through every later recount"
-    elif oracle == "networkx":
-        out["oracle_count"] = networkx_oracle(str(reference.export(name)), spec, 0)[0]
-    elif oracle == "duckdb":
-        out["oracle_count"] = reference.duckdb_count(spec, timeout_s)
+    out = {"oracle": oracle, "edges": edges, "oracle_count": None, "oracle_status": "ok"}
+    if oracle == "none":
+        out["oracle_status"] = "skipped: --oracle none"
+    elif oracle == "duckdb":  # in place, on the reference's own table
+        out["oracle_count"] = reference.duckdb_count(pattern, timeout_s)
         if out["oracle_count"] is None:
             out["oracle_status"] = f"timeout after {timeout_s:g} s"
-    elif oracle == "bigjoin":
-        out["oracle_count"], out["recompute_s"] = recompute(reference.export(name))
+    else:
+        path = reference.export(name)
+        check = run_oracle(oracle, str(path), pattern, timeout_s, match_limit=0)
+        out["oracle_count"] = check["count"]
+        out["oracle_count_s"] = check["count_s"]
+        if check["status"] != "ok":
+            out["oracle_status"] = f"{check['status']}: {check['reason']}"
     out["oracle_seconds"] = round(time.perf_counter() - start, 4)
     return out
 
 
-def batch_entry(batch: int, updates: int, seconds: float, outcome, count: int, check: dict) -> dict:
+def batch_entry(batch: int, updates: int, seconds: float, outcome, count: int, check: dict, recompute: dict | None) -> dict:
     entry = {"batch": batch, "updates": updates, "seconds": round(seconds, 4), "delta_count": outcome.delta,
              "count": count, **check,
              "agrees": None if check["oracle_count"] is None else check["oracle_count"] == count,
              "output_changes": outcome.output_changes,
              "updates_per_s": round(updates / seconds, 1) if seconds else None,
              "output_changes_per_s": round(outcome.output_changes / seconds, 1) if seconds else None}
-    if "recompute_s" in check and seconds:
-        entry["recompute_over_update"] = round(check["recompute_s"] / seconds, 2)
+    if recompute is not None:  # a timing comparison; its count is agreement, not verification
+        entry.update(recompute_s=recompute["seconds"], recompute_count=recompute["count"],
+                     recompute_agrees=recompute["count"] == count)
+        if seconds:
+            entry["recompute_over_update"] = round(recompute["seconds"] / seconds, 2)
+    if check.get("oracle_count_s") and seconds:
+        entry["oracle_count_over_update"] = round(check["oracle_count_s"] / seconds, 2)
     counters = outcome.counters
     entry["applied"] = {k: counters[k] for k in ("pairs_touched", "inserts_ignored", "deletes_ignored", "edges_inserted",
                                                  "edges_deleted", "relation_inserted", "relation_deleted", "compacted")
@@ -124,9 +118,8 @@ def batch_entry(batch: int, updates: int, seconds: float, outcome, count: int, c
 
 
 def summary(initial: dict, entries: list[dict]) -> dict:
-    """The run's verdict: every state (initial and after each batch) recounted and agreeing."""
-    by_design = initial.get("oracle_status", "").startswith("not recounted")  # see recount()
-    states = ([] if by_design else [initial]) + entries
+    """The run's verdict: every state (initial and after each batch) recounted by an oracle and agreeing."""
+    states = [initial] + entries
     checked = [s for s in states if s["agrees"] is not None]
     wrong = [s.get("batch", "initial") for s in states if s["agrees"] is False]
     status = "ok" if len(checked) == len(states) else ("skipped" if not checked else "partial")
@@ -136,5 +129,7 @@ def summary(initial: dict, entries: list[dict]) -> dict:
              "count": states[-1]["oracle_count"], "agrees": (not wrong) if checked else None,
              "seconds": round(sum(s.get("oracle_seconds", 0) for s in states), 3)}
     if status != "ok":
-        check["reason"] = f"{len(states) - len(checked)} of {len(states)} states were not recounted (oracle {'/'.join(oracles)})"
+        missed = [s for s in states if s["agrees"] is None]
+        check["reason"] = (f"{len(missed)} of {len(states)} states were not recounted "
+                           f"({missed[0].get('batch', 'initial')}: {missed[0].get('oracle_status')})")
     return check

@@ -1,13 +1,18 @@
 """Peer systems that `compare` runs beside the project's implementations, each on the same canonical
 graph (the harness's Parquet edges) and each returning a PeerResult:
 
-- DuckDB: `oracles.duckdb_sql` over the edges loaded into a DuckDB table;
-- Kùzu: the edges copied into a fresh on-disk database, the JoinSpec as one Cypher MATCH;
-- networkx: `oracles.networkx_oracle` (small graphs only);
+- DuckDB: the DuckDB oracle's query (`oracles.sql`) over the edges loaded into a DuckDB table;
+- Kùzu: the edges copied into a fresh on-disk database, the pattern as one Cypher MATCH;
+- networkx: the networkx oracle (small graphs only);
+- SuiteSparse:GraphBLAS: the GraphBLAS oracle (triangles and undirected 4-cycles);
+- the native counter: the project's own reference kernel (`oracles.native`), shown as the native
+  floor; it is not outside the project, so it never verifies a comparison on its own;
 - Spark GraphX: `TriangleCount` through py4j, in the harness's Spark session (triangles only).
 
-DuckDB, Kùzu and networkx run in a child process that is killed at the timeout
-(`oracles.run_in_child`); GraphX runs in the driver and is cancelled through its Spark job group."""
+Every peer sees the pattern's edges and the semantics only (`oracles.Pattern`): none of the
+implementations' symmetry breaking. DuckDB, Kùzu, networkx, GraphBLAS and the native counter run in a
+child process that is killed at the timeout (`oracles.run_in_child`); GraphX runs in the driver and is
+cancelled through its Spark job group."""
 from __future__ import annotations
 
 import shutil
@@ -16,10 +21,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .oracles import DUCKDB_THREADS, duckdb_connect, duckdb_sql, networkx_oracle, oriented_atoms, run_in_child
-from .query import JoinSpec, undirected_edges
+from .oracles import Pattern, edges as edge_arrays, linalg, native, not_applicable, nx_search, run_in_child, sql
 
-KUZU_THREADS = DUCKDB_THREADS
+KUZU_THREADS = sql.DUCKDB_THREADS
 KUZU_BUFFER_POOL_BYTES = 12 << 30  # Kùzu keeps intermediates in its pool: 6 GiB fails on clique4 of ego-Facebook; its default is 80% of memory
 
 
@@ -62,22 +66,23 @@ def _timed(fn):
     return round(time.perf_counter() - start, 4), value
 
 
-def duckdb_count(parquet_glob: str, spec: JoinSpec) -> dict:
-    con = duckdb_connect()
+def duckdb_count(parquet_glob: str, pattern: Pattern) -> dict:
+    con = sql.connect()
     load_s, _ = _timed(lambda: con.execute(f"CREATE TABLE edges AS SELECT src, dst FROM read_parquet({_quote(parquet_glob)})"))
-    query_s, row = _timed(lambda: con.execute(duckdb_sql(spec, "edges")).fetchone())
+    query_s, count = _timed(lambda: sql.count_on(con, pattern, "edges"))
     con.close()
-    return {"count": int(row[0]), "load_s": load_s, "query_s": query_s}
+    return {"count": count, "load_s": load_s, "query_s": query_s}
 
 
-def kuzu_cypher(spec: JoinSpec) -> str:
-    """One Cypher query with the same result as `oracles.duckdb_sql(spec)`. Kùzu matches a pattern with
-    walk semantics (nodes and relationships may repeat), so a directed pattern is the plain join. An
-    undirected edge reads both directions of its stored (src < dst) relationship, unless the order
-    constraints orient it (as in DuckDB); attributes are pairwise distinct and `less_than` picks one
-    match per subgraph, on the vertices' own ids."""
-    q = spec.query
-    var = {a: f"v{i}" for i, a in enumerate(q.attributes)}  # attribute names may be Cypher keywords
+def kuzu_cypher(pattern: Pattern) -> tuple[str, int]:
+    """(query, divisor): one Cypher MATCH whose count divided by the divisor is the pattern's count, as
+    the DuckDB oracle computes it. Kùzu matches with walk semantics (nodes and relationships may
+    repeat), so a directed pattern is the plain join. Undirected: a k-clique reads each stored
+    (src < dst) relationship one way along the join order (increasing ids, divisor 1); any other
+    pattern reads both directions with all attributes pairwise distinct, divided by |Aut|."""
+    var = {a: f"v{i}" for i, a in enumerate(pattern.attributes)}  # attribute names may be Cypher keywords
+    position = {a: i for i, a in enumerate(pattern.join_order())}
+    clique = pattern.clique_size is not None
     bound: set[str] = set()
 
     def node(a: str) -> str:
@@ -86,16 +91,21 @@ def kuzu_cypher(spec: JoinSpec) -> str:
         bound.add(a)
         return f"({var[a]}:V)"
 
-    paths = [f"{node(x)}-[:E]-{'>' if oriented else ''}{node(y)}" for x, y, oriented in oriented_atoms(spec)]
-    where = []
-    if spec.semantics == "undirected":
-        attrs = q.attributes
-        where += [f"{var[attrs[i]]}.id <> {var[attrs[j]]}.id" for i in range(len(attrs)) for j in range(i + 1, len(attrs))]
-        where += [f"{var[x]}.id < {var[y]}.id" for x, y in spec.less_than]
-    return f"MATCH {', '.join(paths)}" + (f" WHERE {' AND '.join(where)}" if where else "") + " RETURN count(*)"
+    paths = []
+    for x, y in sorted(pattern.edges, key=lambda e: (max(position[e[0]], position[e[1]]), min(position[e[0]], position[e[1]]))):
+        if clique and position[y] < position[x]:
+            x, y = y, x
+        paths.append(f"{node(x)}-[:E]-{'>' if clique or not pattern.undirected else ''}{node(y)}")
+    where, divisor = [], 1
+    if pattern.undirected and not clique:
+        attrs = pattern.attributes
+        where = [f"{var[a]}.id <> {var[b]}.id" for i, a in enumerate(attrs) for b in attrs[i + 1:]
+                 if frozenset((a, b)) not in pattern.pairs]
+        divisor = pattern.automorphisms
+    return f"MATCH {', '.join(paths)}" + (f" WHERE {' AND '.join(where)}" if where else "") + " RETURN count(*)", divisor
 
 
-def kuzu_count(parquet_glob: str, spec: JoinSpec, db_dir: str) -> dict:
+def kuzu_count(parquet_glob: str, pattern: Pattern, db_dir: str) -> dict:
     """Copy the canonical edges into a fresh Kùzu database under db_dir (vertices from the edges'
     endpoints, then the relationships, both by Kùzu's own COPY FROM Parquet) and count."""
     import kuzu
@@ -111,16 +121,29 @@ def kuzu_count(parquet_glob: str, spec: JoinSpec, db_dir: str) -> dict:
         con.execute(f"COPY E FROM {source}")
 
     load_s, _ = _timed(load)
-    query_s, result = _timed(lambda: con.execute(kuzu_cypher(spec)).get_next())
+    cypher, divisor = kuzu_cypher(pattern)
+    query_s, result = _timed(lambda: con.execute(cypher).get_next())
     con.close()
     db.close()
-    return {"count": int(result[0]), "load_s": load_s, "query_s": query_s}
+    return {"count": sql.divide(int(result[0]), divisor), "load_s": load_s, "query_s": query_s}
 
 
-def networkx_count(parquet_glob: str, spec: JoinSpec) -> dict:
-    """`oracles.networkx_oracle`, timed as a whole (it reads the edges and builds its graph itself)."""
-    query_s, (count, _) = _timed(lambda: networkx_oracle(parquet_glob, spec, 0))
-    return {"count": int(count), "load_s": None, "query_s": query_s}
+def networkx_count(parquet_glob: str, pattern: Pattern) -> dict:
+    """The networkx oracle: its own read of the edges is its load."""
+    answer = nx_search.oracle(parquet_glob, pattern, 0)
+    return {"count": answer["count"], "load_s": round(answer["load_s"], 4), "query_s": round(answer["count_s"], 4)}
+
+
+def in_memory_count(parquet_glob: str, pattern: Pattern, counter: str) -> dict:
+    """GraphBLAS or the native counter: load is reading the Parquet edges into arrays; query is
+    building their own structures (renumbering, matrices or sorted lists) and counting."""
+    load_s, (src, dst) = _timed(lambda: edge_arrays.read(parquet_glob))
+    if counter == "native":
+        native.warm_up()  # compiled before the clock starts, as for every numba kernel here
+        count, query_s = native.count(src, dst, pattern)
+    else:
+        count, query_s = linalg.count(src, dst, pattern)
+    return {"count": count, "load_s": load_s, "query_s": round(query_s, 4)}
 
 
 def _quote(text: str) -> str:
@@ -141,31 +164,36 @@ def run_child_peer(system: str, cores: str, fn, args: tuple, timeout_s: float) -
     return PeerResult(system, cores, "OK", payload["count"], payload["load_s"], payload["query_s"], extra={"wall_s": seconds})
 
 
-def duckdb_peer(parquet_glob: str, spec: JoinSpec, timeout_s: float) -> PeerResult:
-    return run_child_peer("duckdb", f"{DUCKDB_THREADS} threads", duckdb_count, (parquet_glob, spec), timeout_s)
+def duckdb_peer(parquet_glob: str, pattern: Pattern, timeout_s: float) -> PeerResult:
+    return run_child_peer("duckdb", f"{sql.DUCKDB_THREADS} threads", duckdb_count, (parquet_glob, pattern), timeout_s)
 
 
-def kuzu_peer(parquet_glob: str, spec: JoinSpec, timeout_s: float) -> PeerResult:
+def kuzu_peer(parquet_glob: str, pattern: Pattern, timeout_s: float) -> PeerResult:
     db_dir = tempfile.mkdtemp(prefix="harness-kuzu-")
     try:
-        result = run_child_peer("kuzu", f"{KUZU_THREADS} threads", kuzu_count, (parquet_glob, spec, db_dir), timeout_s)
+        result = run_child_peer("kuzu", f"{KUZU_THREADS} threads", kuzu_count, (parquet_glob, pattern, db_dir), timeout_s)
     finally:
         shutil.rmtree(db_dir, ignore_errors=True)
-    result.extra["cypher"] = kuzu_cypher(spec)
+    result.extra["cypher"], result.extra["divisor"] = kuzu_cypher(pattern)
     return result
 
 
-def networkx_peer(parquet_glob: str, spec: JoinSpec, edges: int, max_edges: int, timeout_s: float) -> PeerResult:
+def networkx_peer(parquet_glob: str, pattern: Pattern, edges: int, max_edges: int, timeout_s: float) -> PeerResult:
     if edges > max_edges:
         return skipped("networkx", "1 core", f"{edges:,} edges > {max_edges:,} (--networkx-max-edges)")
-    return run_child_peer("networkx", "1 core", networkx_count, (parquet_glob, spec), timeout_s)
+    return run_child_peer("networkx", "1 core", networkx_count, (parquet_glob, pattern), timeout_s)
 
 
-def is_triangle(spec: JoinSpec) -> bool:
-    return len(spec.query.attributes) == 3 and len(undirected_edges(spec.query)) == 3
+def in_memory_peer(system: str, parquet_glob: str, pattern: Pattern, timeout_s: float) -> PeerResult:
+    """`graphblas` (2 threads) or `native` (1 core), where the pattern is one they count."""
+    cores = f"{linalg.THREADS} threads" if system == "graphblas" else "1 core"
+    reason = not_applicable(system, pattern)
+    if reason is not None:
+        return skipped(system, cores, reason)
+    return run_child_peer(system, cores, in_memory_count, (parquet_glob, pattern, system), timeout_s)
 
 
-def graphx_peer(spark, graph, spec: JoinSpec, workers: int, timed) -> PeerResult:
+def graphx_peer(spark, graph, pattern: Pattern, workers: int, timed) -> PeerResult:
     """Spark GraphX's TriangleCount, driven through py4j in the harness's Spark session.
 
     load: the canonical edges written as a space-separated text edge list by a DataFrame write, then
@@ -174,9 +202,9 @@ def graphx_peer(spark, graph, spec: JoinSpec, workers: int, timed) -> PeerResult
     count -> vertices (`countByValue`): each triangle is counted at its three vertices.
     `timed(phase, fn)` runs fn under the comparison's timeout and returns (seconds, value)."""
     cores = f"W={workers}"
-    if spec.semantics != "undirected" or not is_triangle(spec):
+    if not pattern.undirected or not pattern.is_triangle_shape:
         return skipped("graphx", cores, "GraphX TriangleCount counts triangles only"
-                       + ("" if spec.semantics == "undirected" else " (undirected semantics)"))
+                       + ("" if pattern.undirected else " (undirected semantics)"))
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
