@@ -22,7 +22,7 @@ _TEXT = {
     "twitter_rv": (r"[ \t]+", None, True),   # Kwak et al.: `user follower`, i.e. follower -> user
 }
 FORMATS = (*_TEXT, "parquet")
-_MAX_ID_DIGITS = 18  # keeps every id inside a signed 64-bit integer
+ID_RANGE = "[-2^63, 2^63-1]"  # vertex ids are signed 64-bit integers: every one of them is accepted
 _LG_HEADER = re.compile(r"^\s*\d+\s*,\s*\d+\s*,\s*[ud]\b")
 
 
@@ -74,7 +74,7 @@ def spark_readable_path(path: Path, scratch: Path) -> str:
     return str(path)
 
 
-ID_PATTERN = rf"[0-9]{{1,{_MAX_ID_DIGITS}}}"
+ID_PATTERN = r"[+-]?[0-9]+"  # and in ID_RANGE, checked by a cast (try_cast: null when it does not fit)
 
 
 def read_edges(spark: SparkSession, path: Path, fmt: str, scratch: Path) -> DataFrame:
@@ -112,6 +112,8 @@ def read_fields(spark: SparkSession, path: Path, patterns: list[str], separator:
     ok = F.size(fields) == len(patterns)
     for f, pattern in zip(field, patterns):
         ok = ok & F.coalesce(f.rlike(f"^(?:{pattern})$"), F.lit(False))
+        if pattern == ID_PATTERN:
+            ok = ok & f.try_cast("bigint").isNotNull()
     parsed = lines.select("pos", "part", skip.alias("skip"), ok.alias("ok"),
                           *[f.alias(f"f{i}") for i, f in enumerate(field)])
     bad = parsed.filter(~F.col("skip") & ~F.col("ok")).agg(F.min("pos").alias("pos")).first()
@@ -128,9 +130,9 @@ def _read_parquet(spark: SparkSession, path: Path) -> DataFrame:
     if len(cols) < 2:
         raise DataError(f"parquet {path}: needs columns src and dst or two integer columns, has {df.columns}")
     edges = df.select(F.col(cols[0]).cast("bigint").alias("src"), F.col(cols[1]).cast("bigint").alias("dst"))
-    bad = edges.filter(F.col("src").isNull() | F.col("dst").isNull() | (F.col("src") < 0) | (F.col("dst") < 0)).first()
+    bad = edges.filter(F.col("src").isNull() | F.col("dst").isNull()).first()
     if bad is not None:
-        raise DataError(f"parquet {path}: columns {cols[0]}, {cols[1]}: null or negative vertex id in row {tuple(bad)}")
+        raise DataError(f"parquet {path}: columns {cols[0]}, {cols[1]}: null vertex id in row {tuple(bad)}")
     return edges
 
 
@@ -147,13 +149,11 @@ def _explain(line: str, patterns: list[str]) -> str:
         what = "edge line" if patterns == [ID_PATTERN, ID_PATTERN] else "line"
         return f"malformed {what} (expected {len(patterns)} fields, got {len(fields)})"
     for f, pattern in zip(fields, patterns):
-        if re.fullmatch(pattern, f):
-            continue
         if pattern != ID_PATTERN:
-            return f"bad field {f!r} (expected {pattern})"
-        if re.fullmatch(r"-\d+", f):
-            return f"negative vertex id {f}"
-        if not re.fullmatch(r"\d+", f):
+            if not re.fullmatch(pattern, f):
+                return f"bad field {f!r} (expected {pattern})"
+        elif not re.fullmatch(ID_PATTERN, f):
             return f"non-integer vertex id {f!r}"
-        return f"vertex id out of range (more than {_MAX_ID_DIGITS} digits)"
+        elif not -(2**63) <= int(f) <= 2**63 - 1:
+            return f"vertex id {f} out of range {ID_RANGE}"
     return "malformed line"

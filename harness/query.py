@@ -70,13 +70,16 @@ def parse_pattern_string(text: str, name: str | None = None) -> Query:
     return Query(name or text.replace(" ", ""), tuple(edges))
 
 
-_QUERY_KEYS = {"name", "edges", "allow_disconnected", "allow_repeated_edges", "description"}
+_QUERY_KEYS = {"name", "edges", "allow_repeated_edges", "description"}
 
 
 def query_from_mapping(data: object, where: str) -> tuple[Query, dict]:
     """A query given as YAML data: {name, edges: [[a, b], ...] or "a-b,...", allow_*}."""
     if not isinstance(data, dict):
         raise DataError(f"{where}: a query must be a mapping with key 'edges'")
+    if "allow_disconnected" in data:
+        raise DataError(f"{where}: key 'allow_disconnected' is not supported: no implementation counts a disconnected "
+                        "pattern (count each connected part as a query of its own)")
     unknown = set(data) - _QUERY_KEYS
     if unknown:
         raise DataError(f"{where}: unknown key '{sorted(unknown)[0]}' (allowed: {', '.join(sorted(_QUERY_KEYS))})")
@@ -99,7 +102,7 @@ def query_from_mapping(data: object, where: str) -> tuple[Query, dict]:
         query = Query(str(name or "custom"), tuple(edges))
     else:
         raise DataError(f"{where}: key 'edges' must be a non-empty list or a pattern string")
-    options = {k: bool(data[k]) for k in ("allow_disconnected", "allow_repeated_edges") if k in data}
+    options = {k: bool(data[k]) for k in ("allow_repeated_edges",) if k in data}
     for k in options:
         if not isinstance(data[k], bool):
             raise DataError(f"{where}: key '{k}' must be true or false")
@@ -137,7 +140,7 @@ def undirected_edges(query: Query) -> set[frozenset[str]]:
     return {frozenset(e) for e in query.edges if e[0] != e[1]}
 
 
-def validate(query: Query, semantics: str, allow_repeated_edges: bool = False, allow_disconnected: bool = False) -> None:
+def validate(query: Query, semantics: str, allow_repeated_edges: bool = False) -> None:
     if semantics not in SEMANTICS:
         raise DataError(f"unknown semantics '{semantics}' (expected one of {', '.join(SEMANTICS)})")
     seen: set = set()
@@ -148,20 +151,31 @@ def validate(query: Query, semantics: str, allow_repeated_edges: bool = False, a
         seen.add(key)
         if x == y and semantics == "undirected":
             raise DataError(f"query {query.name}: self-loop {x}-{y} can never match a simple undirected graph")
-    if not allow_disconnected and not is_connected(query):
-        raise DataError(f"query {query.name}: pattern is disconnected (set allow_disconnected: true to allow it)")
+    if not is_connected(query):
+        parts = " and ".join("{" + ",".join(p) + "}" for p in components(query))
+        raise DataError(f"query {query.name}: pattern is disconnected ({parts}); no implementation counts a "
+                        "disconnected pattern: count each connected part as a query of its own")
+
+
+def components(query: Query) -> list[list[str]]:
+    """The connected parts of the pattern, each in attribute order."""
+    adj = adjacency(query)
+    parts: list[list[str]] = []
+    for start in query.attributes:
+        if any(start in p for p in parts):
+            continue
+        seen, stack = {start}, [start]
+        while stack:
+            for n in adj[stack.pop()]:
+                if n not in seen:
+                    seen.add(n)
+                    stack.append(n)
+        parts.append([a for a in query.attributes if a in seen])
+    return parts
 
 
 def is_connected(query: Query) -> bool:
-    adj = adjacency(query)
-    start = query.attributes[0]
-    seen, stack = {start}, [start]
-    while stack:
-        for n in adj[stack.pop()]:
-            if n not in seen:
-                seen.add(n)
-                stack.append(n)
-    return len(seen) == len(query.attributes)
+    return len(components(query)) == 1
 
 
 def adjacency(query: Query) -> dict[str, set[str]]:
@@ -271,10 +285,9 @@ def make_join_spec(query: Query, semantics: str, attribute_order: tuple[str, ...
     if sorted(order) != sorted(query.attributes):
         raise DataError(f"attribute order {order} must be a permutation of {query.attributes}")
     adj = adjacency(query)
-    if is_connected(query):
-        for i, a in enumerate(order[1:], start=1):
-            if not adj[a] & set(order[:i]):
-                raise DataError(f"attribute order {','.join(order)}: {a} is not adjacent to any earlier attribute")
+    for i, a in enumerate(order[1:], start=1):
+        if not adj[a] & set(order[:i]):
+            raise DataError(f"attribute order {','.join(order)}: {a} is not adjacent to any earlier attribute")
     if semantics == "directed":
         return JoinSpec(query, semantics, order)
     less = tuple(symmetry_breaking(query))

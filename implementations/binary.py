@@ -42,9 +42,8 @@ class BinaryJoin(Implementation):
             if result is None:
                 result = rel
             else:
-                keys = [a for a in dict.fromkeys((x, y)) if a in bound]
-                # No shared attribute only happens for explicitly allowed disconnected patterns.
-                result = result.join(rel.hint("shuffle_hash"), on=keys, how="inner") if keys else result.crossJoin(rel)
+                keys = [a for a in dict.fromkeys((x, y)) if a in bound]  # connected patterns: never empty
+                result = result.join(rel.hint("shuffle_hash"), on=keys, how="inner")
             bound |= {x, y}
             ready = [cond for cond, attrs in filters if attrs <= bound]
             filters = [(cond, attrs) for cond, attrs in filters if not attrs <= bound]

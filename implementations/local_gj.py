@@ -129,6 +129,7 @@ class LocalGenericJoin(Implementation):
             self.values[i, : len(v)] = v
         self.n = n
         self.plan = ExtensionPlan.from_spec(self.ctx.spec)
+        self.plan.require_connected_order(self.ctx.spec)  # every position after the first is proposed by a relation
 
     def _run(self, limit: int) -> tuple[int, np.ndarray, np.ndarray]:
         m = len(self.ctx.spec.attribute_order)
