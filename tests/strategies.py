@@ -27,9 +27,23 @@ def connected_patterns(draw, min_vertices: int = 2, max_vertices: int = 5, direc
     return Query("random", tuple(order))
 
 
+INT64 = (-(2**63), 2**63 - 1)
+
+
 @st.composite
-def messy_graphs(draw, max_vertices: int = 12, max_rows: int = 45) -> list[tuple[int, int]]:
-    """Edge rows with self-loops, duplicates, both directions, a hub and isolated ids."""
+def vertex_ids(draw, n: int) -> list[int]:
+    """n distinct int64 vertex ids spread over the whole range; hypothesis favours its ends, and the
+    extremes themselves are often in."""
+    extremes = draw(st.lists(st.sampled_from([INT64[0], INT64[1], 0, -1]), unique=True, max_size=min(n, 4)))
+    rest = draw(st.lists(st.integers(*INT64), unique=True, min_size=n, max_size=n))
+    ids = list(dict.fromkeys(extremes + rest))[:n]
+    return draw(st.permutations(ids))
+
+
+@st.composite
+def messy_graphs(draw, max_vertices: int = 12, max_rows: int = 45, wide_ids: bool = False) -> list[tuple[int, int]]:
+    """Edge rows with self-loops, duplicates, both directions, a hub and isolated ids; with wide_ids,
+    the vertices are int64 ids spread over the whole range instead of 0..n-1."""
     n = draw(st.integers(1, max_vertices))
     ids = st.integers(0, n - 1)
     rows = draw(st.lists(st.tuples(ids, ids), max_size=max_rows))
@@ -38,4 +52,7 @@ def messy_graphs(draw, max_vertices: int = 12, max_rows: int = 45) -> list[tuple
         rows += [(hub, v) if draw(st.booleans()) else (v, hub) for v in range(n) if draw(st.integers(0, 4))]
     if rows and draw(st.booleans()):
         rows += draw(st.lists(st.sampled_from(rows), max_size=8))  # exact duplicates
+    if wide_ids:
+        name = draw(vertex_ids(n))
+        rows = [(name[s], name[d]) for s, d in rows]
     return rows

@@ -55,7 +55,8 @@ def test_bench_runs_a_workload_end_to_end(tmp_path):
     workload = tmp_path / "mini.yaml"
     workload.write_text(
         "name: mini\nqueries: ['a-b,b-c,c-d,d-a']\nsemantics: [undirected, directed]\n"
-        "datasets: [rmat-small]\nimplementations: [binary]\nworkers: [2]\n"
+        "datasets: ['rmat:scale=8,ef=8,a=0.57,b=0.19,c=0.19,seed=1']\nimplementations: [binary]\nworkers: [2]\n"
+        "oracle: duckdb\n"
     )
     out = tmp_path / "results"
     proc = harness("bench", str(workload), "--results", str(out))

@@ -1,6 +1,7 @@
 """A real Spark standalone cluster on 127.0.0.1 (master + 2 workers from the pyspark package): the
 same workload gives the same counts there, losing an executor mid-query never gives a wrong count,
-and stopping the cluster leaves no process behind."""
+and stopping the cluster leaves no process behind. `make test-cluster` runs these (CI too); `make test`
+leaves them out to stay within 15 minutes."""
 import json
 import os
 import signal
@@ -15,6 +16,8 @@ import networkx as nx
 import pytest
 
 from harness import cluster as standalone
+
+pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -78,7 +81,7 @@ def test_same_workload_same_counts_on_the_cluster(cluster, runner, tmp_path):
     queries, impls = ["triangle", "a-b,b-c,c-d,d-a"], ["binary", "bigjoin"]
     workload = tmp_path / "mini.yaml"
     workload.write_text(f"name: mini\nqueries: [{queries[0]}, '{queries[1]}']\nsemantics: [undirected]\n"
-                        f"datasets: [rmat-small]\nimplementations: [{', '.join(impls)}]\nworkers: [2]\noracle: none\n")
+                        f"datasets: [rmat-small]\nimplementations: [{', '.join(impls)}]\nworkers: [2]\noracle: auto\n")
     out = tmp_path / "cluster"
     proc = harness("bench", str(workload), "--master", c.url, "--results", str(out))
     log, _ = proc.communicate(timeout=600)
@@ -98,15 +101,18 @@ def test_same_workload_same_counts_on_the_cluster(cluster, runner, tmp_path):
 
 
 def busy_query_executor(ui: str) -> str | None:
-    """The id of an executor running a task of a query job's stage that is not the job's last (so a
-    later stage of the same job needs the output that dies with it), if any right now."""
+    """The id of an executor running a task of one of BiGJoin's query jobs right now, if any; a task
+    of a stage that is not its job's last is preferred (a later stage then needs the shuffle output
+    that dies with it)."""
     with urllib.request.urlopen(f"{ui}/api/v1/applications", timeout=2) as resp:
         app = f"{ui}/api/v1/applications/{json.loads(resp.read())[0]['id']}"
     with urllib.request.urlopen(f"{app}/jobs?status=running", timeout=2) as resp:
-        stages = {s for j in json.loads(resp.read()) if str(j.get("jobGroup", "")).endswith(":query")
-                  for s in j["stageIds"] if s != max(j["stageIds"])}
+        jobs = [j for j in json.loads(resp.read()) if str(j.get("jobGroup", "")).endswith(":query")]
+    not_last = {s for j in jobs for s in j["stageIds"] if s != max(j["stageIds"])}
+    stages = {s for j in jobs for s in j["stageIds"]}
     with urllib.request.urlopen(f"{app}/stages?status=active", timeout=2) as resp:
-        active = [s for s in json.loads(resp.read()) if s["stageId"] in stages]
+        active = sorted((s for s in json.loads(resp.read()) if s["stageId"] in stages),
+                        key=lambda s: s["stageId"] not in not_last)
     for stage in active:
         with urllib.request.urlopen(f"{app}/stages/{stage['stageId']}/{stage['attemptId']}/taskList?status=running", timeout=2) as resp:
             for task in json.loads(resp.read()):
@@ -118,7 +124,8 @@ def busy_query_executor(ui: str) -> str | None:
 def test_losing_an_executor_during_bigjoin_never_gives_a_wrong_count(cluster, tmp_path):
     """SIGKILL the executor that is running a task of one of BiGJoin's batch jobs: Spark re-executes
     the lost tasks (and the stages whose shuffle output died with it) on a replacement executor. The
-    run ends OK with the right count, or EXE with a message; never with another count."""
+    test passes only if the run ends OK with the right count, checked by the test's own networkx count
+    and by the run's oracle; a run that ends EXE fails it, with Spark's message."""
     c, seen = cluster
     ui_port = free_port()
     result = tmp_path / "fault.json"
@@ -136,22 +143,20 @@ def test_losing_an_executor_during_bigjoin_never_gives_a_wrong_count(cluster, tm
             seen |= tree_pids(c)
             os.kill(pid, signal.SIGKILL)
             victim = (busy, pid)
-        time.sleep(0.05)
+        time.sleep(0.02)
     log, _ = proc.communicate(timeout=600)
     assert victim is not None, f"the query ended before an executor could be killed:\n{log[-2000:]}"
     record = json.loads(result.read_text())
     expected = sum(nx.triangles(nx.Graph(_edges(record))).values()) // 3
-    assert record["status"] in ("OK", "EXE"), record.get("error")
-    if record["status"] == "OK":
-        assert record["count"] == expected and record["oracle"]["agrees"] is True
-        # the loss hit running work: Spark saw failed tasks or re-ran stages
-        metrics = record["metrics"]
-        assert metrics["executors_lost"] and (metrics["failed_tasks"] or metrics["stage_retries"]), metrics
-    else:
-        assert record["count"] is None and record["error"]
-    print(f"executor {victim} killed mid-query: status {record['status']}, "
-          f"count {record['count']} (networkx {expected}); lost {record['metrics'].get('executors_lost')}, "
-          f"{record['metrics'].get('failed_tasks')} failed tasks, {record['metrics'].get('stage_retries')} stage retries")
+    metrics = record["metrics"]
+    print(f"executor {victim} killed mid-query: status {record['status']}, count {record['count']} (networkx {expected}); "
+          f"lost {metrics.get('executors_lost')}, {metrics.get('failed_tasks')} failed tasks, "
+          f"{metrics.get('stage_retries')} stage retries; error {record.get('error')}")
+    assert record["status"] == "OK", f"the run did not survive the lost executor: {record['status']} {record.get('error')}"
+    assert proc.returncode == 0
+    assert record["count"] == expected and record["oracle"]["agrees"] is True and record["verified"] is True
+    # the loss hit running work: Spark saw failed tasks or re-ran stages, during this run
+    assert metrics["executors_lost"] and (metrics["failed_tasks"] or metrics["stage_retries"]), metrics
 
 
 def _edges(record: dict) -> list[tuple[int, int]]:

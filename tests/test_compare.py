@@ -31,22 +31,27 @@ def test_triangle_every_system_agrees_with_networkx(spark, tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     labels = [r["label"] for r in record["rows"]]
-    assert labels == ["local-gj", "bigjoin W=1", "bigjoin W=2", "bigjoin-s", "delta-bigjoin", "shares", "binary",
-                      "duckdb", "kuzu", "networkx", "graphx"]
-    assert all(r["status"] == "OK" for r in record["rows"]), [(r["label"], r["error"]) for r in record["rows"]]
+    assert labels == ["native", "local-gj", "bigjoin W=1", "bigjoin W=2", "bigjoin-s", "delta-bigjoin", "shares", "binary",
+                      "duckdb", "kuzu", "networkx", "graphblas", "graphx", "published"]
+    rows = {r["label"]: r for r in record["rows"]}
+    assert rows.pop("published")["status"] == "SKIP"  # a generated graph has no published count
+    assert all(r["status"] == "OK" for r in rows.values()), [(r["label"], r["error"]) for r in rows.values()]
     expected = sum(nx.triangles(nx.Graph(canonical_edges(record))).values()) // 3
-    assert expected > 0 and set(counts(record).values()) == {expected}
+    assert expected > 0 and {r["count"] for r in rows.values()} == {expected}
     assert record["agreement"]["identical"] and record["agreement"]["count"] == expected and record["exit_code"] == 0
-    for r in record["rows"]:
+    assert record["verdict"] == "VERIFIED"
+    assert record["agreement"]["outside_systems_agreeing"] == ["duckdb", "graphblas", "graphx", "kuzu", "networkx"]
+    for r in rows.values():
         assert r["total_s"] is not None and r["query_s"] is not None
-    graphx = record["rows"][-1]
+    assert rows["native"]["over_native"] == 1.0 and rows["local-gj"]["over_native"] > 0
+    graphx = rows["graphx"]
     assert graphx["load_s"] > 0 and graphx["graphx_edges"] == record["dataset"]["edges"]
     cost = record["cost"]
     assert set(cost["ratios"]) == {"1", "2"} and cost["line"].startswith("COST")
     assert record["machine"]["cpus"] and "commit" in record["git"]
     markdown = (tmp_path / "out" / "compare.md").read_text()
-    assert "| kuzu | 2 threads | OK |" in markdown and "counts: identical across 10 systems" in markdown
-    assert "counts: identical across 10 systems" in out and "COST" in out
+    assert "| kuzu | 2 threads | OK |" in markdown and "counts: identical across 12 systems" in markdown
+    assert "counts: identical across 12 systems" in out and "COST" in out and "native floor" in markdown
     assert [p.name for p in (tmp_path / "out").iterdir()] and not list((tmp_path / "out").glob(".*"))
 
 
@@ -55,7 +60,7 @@ def test_kuzu_equals_duckdb_on_a_non_triangle_pattern(spark, tmp_path):
     assert code == 0
     got = counts(record)
     assert got["kuzu"] == got["duckdb"] == got["networkx"] == got["local-gj"] > 0
-    graphx = record["rows"][-1]
+    graphx = next(r for r in record["rows"] if r["system"] == "graphx")
     assert graphx["status"] == "SKIP" and graphx["error"] == "GraphX TriangleCount counts triangles only"
     assert "1 skipped: graphx" in record["agreement"]["line"]
     assert record["cost"]["line"] == "COST: not measured: bigjoin was not run"
@@ -73,6 +78,21 @@ def test_kuzu_is_the_plain_join_in_directed_semantics(spark, tmp_path):
     indegree = {v: sum(1 for s, d in distinct if d == v) for v in {d for _, d in distinct}}
     expected = sum(indegree[v] ** 2 for v in indegree if (v, v) in distinct)
     assert code == 0 and set(counts(record).values()) == {expected} == {4 ** 2 + 2 ** 2}
+
+
+def test_agreement_among_the_project_alone_is_UNVERIFIED_and_exits_3(spark, tmp_path, capsys):
+    """local-gj, BiGJoin and the native counter share no code, but all three are this project's: their
+    agreement is not verification. A published count is an outside system."""
+    code, record = compare(tmp_path, "--query", "triangle", "--dataset", TINY, "--systems", "native,local-gj,bigjoin",
+                           "--workers", "2")
+    out = capsys.readouterr().out
+    assert code == 3 and record["verdict"] == "UNVERIFIED" and record["agreement"]["identical"]
+    assert "UNVERIFIED: no system outside the project completed" in out
+    code, record = compare(tmp_path, "--query", "triangle", "--dataset", TINY, "--systems", "native,local-gj",
+                           "--allow-unverified")
+    assert code == 0 and record["verdict"] == "UNVERIFIED" and record["allow_unverified"]
+    code, record = compare(tmp_path, "--query", "triangle", "--dataset", "ca-GrQc", "--systems", "local-gj,published")
+    assert code == 0 and record["verdict"] == "VERIFIED" and counts(record) == {"local-gj": 48_260, "published": 48_260}
 
 
 def test_unknown_system_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys):

@@ -79,9 +79,13 @@ def test_parquet_input(spark, tmp_path):
     graph = datasets.load(spark, datasets.resolve(str(path)), "undirected")
     assert sorted(tuple(r) for r in graph.df.collect()) == [(5, 6), (6, 7)]
     assert graph.cleaning["reverse_pairs_merged"] == 1
+    wide = tmp_path / "wide.parquet"
+    pq.write_table(pa.table({"src": pa.array([-(2**63), -2]), "dst": pa.array([2**63 - 1, 3])}), wide)
+    graph = datasets.load(spark, datasets.resolve(str(wide)), "undirected")
+    assert sorted(tuple(r) for r in graph.df.collect()) == [(-(2**63), 2**63 - 1), (-2, 3)]
     bad = tmp_path / "bad.parquet"
-    pq.write_table(pa.table({"src": pa.array([1, -2]), "dst": pa.array([2, 3])}), bad)
-    with pytest.raises(DataError, match="bad.parquet: columns src, dst: null or negative vertex id"):
+    pq.write_table(pa.table({"src": pa.array([1, None]), "dst": pa.array([2, 3])}), bad)
+    with pytest.raises(DataError, match="bad.parquet: columns src, dst: null vertex id"):
         datasets.load(spark, datasets.resolve(str(bad)), "undirected")
 
 

@@ -59,9 +59,11 @@ def test_lg_format_gzip_without_gz_suffix(spark, tmp_path):
 @pytest.mark.parametrize("body,line,message", [
     ("1 2\n2 3 4\n", 2, "expected 2 fields, got 3"),
     ("# c\n1 2\n1 x\n", 3, "non-integer vertex id 'x'"),
-    ("1 2\n3 -4\n", 2, "negative vertex id -4"),
+    ("1 2\n3 4-\n", 2, "non-integer vertex id '4-'"),
     ("1 2\n5\n", 2, "expected 2 fields, got 1"),
-    ("1 2\n1 1234567890123456789012\n", 2, "out of range"),
+    ("1 2\n1 1234567890123456789012\n", 2, r"vertex id 1234567890123456789012 out of range \[-2\^63, 2\^63-1\]"),
+    ("1 2\n1 9223372036854775808\n", 2, r"vertex id 9223372036854775808 out of range"),
+    ("1 2\n-9223372036854775809 1\n", 2, r"vertex id -9223372036854775809 out of range"),
 ])
 def test_bad_lines_name_file_and_line(spark, tmp_path, body, line, message):
     path = tmp_path / "bad.txt"
@@ -69,6 +71,16 @@ def test_bad_lines_name_file_and_line(spark, tmp_path, body, line, message):
     with pytest.raises(DataError, match=rf"bad.txt:{line}: .*{message}"):
         datasets.load(spark, datasets.resolve(str(path)), "undirected")
     assert not list((datasets.cache_root() / "graphs").glob("*.tmp-*")), "no half-written cache entry"
+
+
+def test_text_ids_cover_the_whole_int64_range(spark, tmp_path):
+    """Every signed 64-bit id is a vertex, whatever its sign or digits (a leading + or zeros too)."""
+    low, high = -(2**63), 2**63 - 1
+    path = tmp_path / "wide.txt"
+    path.write_text(f"{low} {high}\n{high} 0\n0 {low}\n-1 +0001\n{9 * 10**18} {low}\n")
+    graph = datasets.load(spark, datasets.resolve(str(path)), "undirected")
+    assert _edges(graph) == sorted([(low, high), (0, high), (low, 0), (-1, 1), (low, 9 * 10**18)])
+    assert graph.vertices == 6
 
 
 def test_bad_line_number_across_many_partitions(spark, tmp_path):

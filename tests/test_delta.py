@@ -1,7 +1,10 @@
-"""Delta-BiGJoin after every batch against a DuckDB recount of a plain Python model of the graph (a
-set of directed edges updated one change at a time): awkward batches written out by hand, then
-hypothesis-generated insert/delete sequences, in both semantics and at several worker counts."""
+"""Delta-BiGJoin after every batch against a DuckDB recount (the independent oracle's SQL) of a plain
+Python model of the graph (a set of directed edges updated one change at a time): awkward batches
+written out by hand, then hypothesis-generated sequences of inserts, deletes, re-inserts and deletes
+of absent edges, in both semantics and at several worker counts. `make test` draws a few short
+sequences; `make test-thorough` draws 20 of at least 10 batches each."""
 import json
+import os
 
 import duckdb
 import pytest
@@ -9,16 +12,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness import cli
-from harness.oracles import duckdb_sql
+from harness.oracles import Pattern, sql
 from harness.query import BUILTINS, make_join_spec, parse_pattern_string
 from harness.updates import UpdateStream
 from implementations import RunContext
 from implementations.delta_bigjoin import DeltaBiGJoin
-from tests.strategies import connected_patterns
+from tests.strategies import connected_patterns, vertex_ids
+
+THOROUGH = os.environ.get("HARNESS_HYPOTHESIS") == "thorough"
 
 
 def oracle(edges: set, spec, matches: bool = False):
-    """DuckDB's count (or matches) of `spec` on the graph whose directed edge set is `edges`."""
+    """The DuckDB oracle's count (or subgraphs) of the pattern on the graph whose directed edge set is `edges`."""
+    pattern = Pattern.of(spec.query, spec.semantics)
     con = duckdb.connect()
     con.execute("CREATE TABLE d (src BIGINT, dst BIGINT)")
     if edges:
@@ -28,8 +34,8 @@ def oracle(edges: set, spec, matches: bool = False):
     else:
         con.execute("CREATE VIEW g AS SELECT * FROM d")
     if matches:
-        return {spec.instance_key(tuple(r)) for r in con.execute(duckdb_sql(spec, "g", select="matches")).fetchall()}
-    return con.execute(duckdb_sql(spec, "g")).fetchone()[0]
+        return {pattern.instance_key(tuple(r)) for r in con.execute(sql.sql(pattern, "g", select="matches")[0]).fetchall()}
+    return sql.count_on(con, pattern, "g")
 
 
 def maintain(spark, initial, batches, spec, workers: int = 2, changes: int = 0):
@@ -95,32 +101,74 @@ def test_results_do_not_depend_on_the_number_of_workers(spark):
 
 
 @st.composite
-def update_batches(draw, vertices: int, initial: list):
-    """Batches that mix random changes with the awkward cases: pairs of the graph (so deletes hit),
-    their reverses (one direction of an undirected edge), repeats and cancelling pairs."""
+def update_batches(draw, vertices: int, initial: list, min_batches: int, max_batches: int, max_ops: int):
+    """Batches built against a model of the edge set, mixing on purpose: inserts of new pairs, deletes
+    of present edges, re-inserts of edges deleted earlier, deletes of absent pairs, the reverse of a
+    present edge (one direction of an undirected edge), and repeats of a batch's own changes, possibly
+    reversed (an edge inserted and deleted in one batch). Returns (batches, kinds seen)."""
     ids = st.integers(0, vertices - 1)
-    known = initial + [(d, s) for s, d in initial]
-    pair = st.one_of(st.tuples(ids, ids), st.sampled_from(known)) if known else st.tuples(ids, ids)
-    batches = []
-    for _ in range(draw(st.integers(1, 3))):
-        ops = [(s, d, draw(st.sampled_from([1, -1]))) for s, d in draw(st.lists(pair, max_size=12))]
+    present, deleted, kinds, batches = set(initial), set(), set(), []
+    # With several batches, the first four start with one change of each kind (a re-insert in a later
+    # batch than its delete); the rest is drawn freely.
+    forced = ["insert", "delete", "delete-absent", "reinsert"] if min_batches >= 4 else []
+    for b in range(draw(st.integers(min_batches, max_batches))):
+        ops = []
+        for i in range(draw(st.integers(1, max_ops))):
+            choices = ["insert", "delete-absent"] + (["delete", "reverse"] if present else []) + (["reinsert"] if deleted else [])
+            kind = forced[b] if i == 0 and b < len(forced) else draw(st.sampled_from(choices))
+            if kind == "insert":
+                s, d = draw(st.tuples(ids, ids))
+                op = (s, d, 1)
+            elif kind == "delete":
+                s, d = draw(st.sampled_from(sorted(present)))
+                op = (s, d, -1)
+            elif kind == "reverse":
+                d, s = draw(st.sampled_from(sorted(present)))
+                op = (s, d, draw(st.sampled_from([1, -1])))
+            elif kind == "reinsert":
+                s, d = draw(st.sampled_from(sorted(deleted)))
+                op = (s, d, 1)
+            else:
+                s, d = draw(st.tuples(ids, ids))
+                if (s, d) in present:
+                    absent = [(s, d) for s in range(vertices) for d in range(vertices) if (s, d) not in present]
+                    if not absent:
+                        continue
+                    s, d = absent[0]
+                op = (s, d, -1)
+            kinds.add(kind)
+            ops.append(op)
+            (present.add if op[2] > 0 else present.discard)(op[:2])
+            (deleted.discard if op[2] > 0 else deleted.add)(op[:2])
         if ops and draw(st.booleans()):  # repeat some changes later in the batch, possibly reversed
             for s, d, diff in draw(st.lists(st.sampled_from(ops), max_size=4)):
-                ops.append((s, d, diff if draw(st.booleans()) else -diff))
+                diff = diff if draw(st.booleans()) else -diff
+                ops.append((s, d, diff))
+                (present.add if diff > 0 else present.discard)((s, d))
+                kinds.add("repeat")
         batches.append(ops)
-    return batches
+    return batches, kinds
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SEQUENCES = dict(examples=20, batches=(10, 12), ops=10, vertices=12) if THOROUGH else dict(examples=3, batches=(1, 3), ops=12, vertices=9)
+
+
+@settings(max_examples=SEQUENCES["examples"], deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_random_update_sequences(spark, data):
     semantics = data.draw(st.sampled_from(["undirected", "directed"]), label="semantics")
-    vertices = data.draw(st.integers(2, 9), label="vertices")
+    vertices = data.draw(st.integers(3 if THOROUGH else 2, SEQUENCES["vertices"]), label="vertices")
     initial = data.draw(st.lists(st.tuples(st.integers(0, vertices - 1), st.integers(0, vertices - 1)), max_size=20), label="initial")
-    batches = data.draw(update_batches(vertices, sorted(set(initial))), label="batches")
+    batches, kinds = data.draw(update_batches(vertices, sorted(set(initial)), *SEQUENCES["batches"], SEQUENCES["ops"]), label="batches")
+    name = data.draw(vertex_ids(vertices), label="ids")  # vertex ids spread over the whole int64 range
+    initial = [(name[s], name[d]) for s, d in initial]
+    batches = [[(name[s], name[d], diff) for s, d, diff in ops] for ops in batches]
     query = data.draw(connected_patterns(2, 4, directed=semantics == "directed"), label="pattern")
     workers = data.draw(st.integers(1, 3), label="workers")
     maintain(spark, initial, batches, make_join_spec(query, semantics), workers)
+    if THOROUGH:  # the sequence really mixed every kind of change
+        assert len(batches) >= 10 and {"insert", "delete", "reinsert", "delete-absent"} <= kinds, kinds
 
 
 def test_run_with_an_update_file_records_every_batch(spark, tmp_path):

@@ -60,22 +60,23 @@ def test_yaml_schema_errors_name_the_key(tmp_path):
         load_query(str(path))
 
 
-def test_repeated_and_disconnected_patterns_are_rejected_unless_allowed(tmp_path):
+def test_repeated_edges_are_rejected_unless_allowed_and_disconnected_patterns_always(tmp_path):
     with pytest.raises(DataError, match="repeated edge b-a"):
         make_join_spec(parse_pattern_string("a-b,b-a,b-c"), "undirected")
     # In directed semantics e(a,b) and e(b,a) are different atoms.
     make_join_spec(parse_pattern_string("a-b,b-a,b-c"), "directed")
     with pytest.raises(DataError, match="repeated edge"):
         make_join_spec(parse_pattern_string("a-b,a-b"), "directed")
-    with pytest.raises(DataError, match="disconnected"):
-        make_join_spec(parse_pattern_string("a-b,c-d"), "undirected")
-    make_join_spec(parse_pattern_string("a-b,c-d"), "undirected", allow_disconnected=True)
+    for semantics in ("undirected", "directed"):
+        with pytest.raises(DataError, match=r"pattern is disconnected \({a,b} and {c,d}\); no implementation counts"):
+            make_join_spec(parse_pattern_string("a-b,c-d"), semantics)
     with pytest.raises(DataError, match="self-loop"):
         make_join_spec(parse_pattern_string("a-a,a-b"), "undirected")
+    make_join_spec(parse_pattern_string("a-b,b-a,b-c"), "undirected", allow_repeated_edges=True)
     path = tmp_path / "p.yaml"
     path.write_text("edges: 'a-b,c-d'\nallow_disconnected: true\n")
-    q, options = load_query(str(path))
-    make_join_spec(q, "undirected", **options)
+    with pytest.raises(DataError, match=r"p.yaml: key 'allow_disconnected' is not supported"):
+        load_query(str(path))
 
 
 def test_attribute_order_must_stay_connected():

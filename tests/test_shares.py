@@ -81,7 +81,7 @@ def test_tuples_shipped_equal_the_formula(runner, query, semantics):
     for workers in (1, 3, 8):
         # Counts are checked against the oracles by the conformance suite; this test is about shipping.
         record = runner.run(RunRequest(query, dataset, "shares", workers=workers, semantics=semantics, oracle="none"))
-        assert record["status"] == "OK", record.get("error")
+        assert record["status"] == "UNVERIFIED" and record["count"] is not None, record.get("error")
         graph, _, _ = runner.graph(datasets.resolve(dataset), semantics, workers)
         loops = graph.df.filter(F.col("src") == F.col("dst")).count()
         spec = make_join_spec(load_query(query)[0], semantics)

@@ -78,3 +78,34 @@ def test_update_stream_key(tmp_path):
     assert wl.requests()[0].params["updates"] == "holdback=0.1,batch=500,batches=3,deletes=0.25,seed=1"
     with pytest.raises(DataError, match="key 'updates': .*unknown key 'batchez'"):
         workload.load(str(write(tmp_path, BASE + "updates: {batchez: 3}\n")))
+
+
+def _readme_workloads() -> set[tuple[str, str | None]]:
+    """(workload, tier) behind every figure the README gives, plus `make bench` itself and the gate."""
+    import re
+
+    text = (Path(workload.WORKLOAD_DIR).parent / "README.md").read_text()
+    found = {(m.group(1), m.group(3)) for m in re.finditer(r"make bench WORKLOAD=([\w-]+)( TIER=([\w-]+))?", text)}
+    found |= {(m.group(1), m.group(3)) for m in re.finditer(r"harness bench ([\w-]+)( --tier ([\w-]+))?", text)}
+    return found | {("triangle", None), ("gate", None)}
+
+
+def test_the_gate_and_every_readme_figure_refuse_unverified_results():
+    """allow_unverified is for a user who knowingly accepts unchecked counts: no workload behind a
+    README figure, nor the gate, may set it (in its base or in the tier used)."""
+    pairs = _readme_workloads()
+    assert ("delta", "clique4") in pairs and ("bigjoin", "limits") in pairs and len(pairs) >= 15
+    for name, tier in sorted(pairs, key=str):
+        wl = workload.load(name, tier)
+        assert wl.allow_unverified is False, f"{name} ({tier or 'default'}) sets allow_unverified"
+
+
+def test_allow_unverified_and_expected_timeouts_keys(tmp_path):
+    base = "name: w\nqueries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary, bigjoin]\n"
+    wl = workload.load(str(write(tmp_path, base + "allow_unverified: true\nexpected_timeouts: [binary]\n")))
+    assert wl.allow_unverified and {r.impl: r.timeout_expected for r in wl.requests()} == {"binary": True, "bigjoin": False}
+    assert all(r.allow_unverified for r in wl.requests())
+    with pytest.raises(DataError, match="key 'allow_unverified' must be true or false"):
+        workload.load(str(write(tmp_path, base + "allow_unverified: yes please\n")))
+    with pytest.raises(DataError, match=r"key 'expected_timeouts\[0\]' must be a str"):
+        workload.load(str(write(tmp_path, base + "expected_timeouts: [3]\n")))
