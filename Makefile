@@ -13,7 +13,7 @@ GATE_TIMING ?= binding
 MICRO := $(PY) -m pytest -q -p no:cacheprovider tests/benchmarks --benchmark-enable --benchmark-only \
          --benchmark-storage=results/baselines/micro --benchmark-sort=name
 
-.PHONY: bench test gate baseline report java venv clean-cache cluster-up cluster-down
+.PHONY: bench test test-thorough test-cluster gate baseline report java venv clean-cache cluster-up cluster-down
 
 java:
 	@$(PYTHON) harness/check_java.py
@@ -30,7 +30,18 @@ bench: java $(STAMP)
 	$(PY) -m harness bench $(WORKLOAD) $(TIER_FLAG) $(MASTER_FLAG) $(FROM_FLAG)
 
 test: java $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not cluster"
+
+# tests/test_cluster.py: a standalone master and two workers on free loopback ports, the same workload
+# there, an executor SIGKILLed mid-query, and no process left after the cluster stops.
+test-cluster: java $(STAMP)
+	$(PY) -m pytest -q -m cluster
+
+# The property-based suites at full strength: 50 random graphs (up to 60 vertices, ids over all of
+# int64) and patterns per static implementation, 20 random update sequences of 10+ batches for
+# Delta-BiGJoin, every fixed graph. CI runs it after `make test`.
+test-thorough: java $(STAMP)
+	HARNESS_HYPOTHESIS=thorough $(PY) -m pytest -q tests/test_conformance.py tests/test_delta.py
 
 # Rerun results/baselines/gate.json and compare (PAIRED=1: rerun the baseline's commit beside this
 # tree for the times); then time the primitives against the saved run.
