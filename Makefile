@@ -30,7 +30,7 @@ bench: java $(STAMP)
 	$(PY) -m harness bench $(WORKLOAD) $(TIER_FLAG) $(MASTER_FLAG) $(FROM_FLAG)
 
 test: java $(STAMP)
-	$(PY) -m pytest -q -m "not cluster"
+	$(PY) -m pytest -q -m "not cluster and not thorough" --durations=15
 
 # tests/test_cluster.py: a standalone master and two workers on free loopback ports, the same workload
 # there, an executor SIGKILLed mid-query, and no process left after the cluster stops.
@@ -39,9 +39,10 @@ test-cluster: java $(STAMP)
 
 # The property-based suites at full strength: 50 random graphs (up to 60 vertices, ids over all of
 # int64) and patterns per static implementation, 20 random update sequences of 10+ batches for
-# Delta-BiGJoin, every fixed graph. CI runs it after `make test`.
+# Delta-BiGJoin, every fixed graph; then the other tests marked `thorough`. CI runs it after `make test`.
 test-thorough: java $(STAMP)
 	HARNESS_HYPOTHESIS=thorough $(PY) -m pytest -q tests/test_conformance.py tests/test_delta.py
+	$(PY) -m pytest -q -m "thorough and not cluster" --ignore=tests/test_conformance.py --ignore=tests/test_delta.py
 
 # Rerun results/baselines/gate.json and compare (PAIRED=1: rerun the baseline's commit beside this
 # tree for the times); then time the primitives against the saved run.

@@ -1,7 +1,11 @@
 """Peak memory of this machine's processes inside one run's own time window, sampled by a thread:
 the driver's Python process (where local-gj computes), the driver's JVM, the Python processes the
 JVM started (in local mode, Spark's Python workers) and the machine's memory in use. Executors on
-other machines are measured by Spark itself (metrics.SparkCounters: per-stage peaks)."""
+other machines are measured by Spark itself (metrics.SparkCounters: per-stage peaks).
+
+Sampling misses short peaks, so for the driver's Python process and its JVM the kernel's own
+high-water mark (VmHWM) is reset at the window's start (/proc/PID/clear_refs) and read with every
+sample; `*_hwm` in the report says which processes were measured that way."""
 from __future__ import annotations
 
 import threading
@@ -30,6 +34,32 @@ def _children_rss(proc: psutil.Process | None) -> int:
     return sum(_rss(c) for c in children)
 
 
+def _reset_hwm(proc: psutil.Process | None) -> bool:
+    """Restart the kernel's peak-RSS counter of proc (Linux 4.0+, own process or as root)."""
+    if proc is None:
+        return False
+    try:
+        with open(f"/proc/{proc.pid}/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _hwm(proc: psutil.Process | None) -> int:
+    """The kernel's peak RSS of proc since its last reset, in bytes (0 when unreadable)."""
+    if proc is None:
+        return 0
+    try:
+        with open(f"/proc/{proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def jvm_process(spark) -> psutil.Process | None:
     """The driver's JVM, when this process launched it (pyspark's gateway)."""
     proc = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
@@ -52,6 +82,7 @@ class MemorySampler:
         self._stop = threading.Event()
         self._paused = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="memory-sampler")
+        self.hwm = {"driver_python_rss": False, "driver_jvm_rss": False}
 
     def read(self) -> dict[str, int]:
         vm = psutil.virtual_memory()
@@ -60,6 +91,10 @@ class MemorySampler:
 
     def _take(self) -> None:
         now = self.read()
+        if self.hwm["driver_python_rss"]:
+            now["driver_python_rss"] = max(now["driver_python_rss"], _hwm(self.me))
+        if self.hwm["driver_jvm_rss"]:
+            now["driver_jvm_rss"] = max(now["driver_jvm_rss"], _hwm(self.jvm))
         self.samples += 1
         for k, v in now.items():
             self.peak[k] = max(self.peak.get(k, 0), v)
@@ -72,14 +107,17 @@ class MemorySampler:
     @contextmanager
     def paused(self):
         """Leave work outside the run out of its peaks (a dynamic run's recounts)."""
-        self._take()
+        self._take()  # the high-water marks so far are in the peaks; restart them after the pause
         self._paused.set()
         try:
             yield
         finally:
+            self.hwm = {"driver_python_rss": self.hwm["driver_python_rss"] and _reset_hwm(self.me),
+                        "driver_jvm_rss": self.hwm["driver_jvm_rss"] and _reset_hwm(self.jvm)}
             self._paused.clear()
 
     def __enter__(self) -> "MemorySampler":
+        self.hwm = {"driver_python_rss": _reset_hwm(self.me), "driver_jvm_rss": _reset_hwm(self.jvm)}
         self.start = self.read()
         self.peak = dict(self.start)
         self._thread.start()
@@ -92,7 +130,8 @@ class MemorySampler:
 
     def report(self) -> dict:
         out = {"window": "index + query (and a dynamic run's update batches, not its recounts)", "sampled_every_s": self.interval_s, "samples": self.samples,
-               "driver_jvm_sampled": self.jvm is not None}
+               "driver_jvm_sampled": self.jvm is not None,
+               **{f"{k}_hwm": v for k, v in self.hwm.items()}}
         for k in FIELDS:
             out[f"{k}_start_bytes"] = self.start.get(k)
             out[f"{k}_peak_bytes"] = self.peak.get(k)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -128,8 +129,8 @@ class Runner:
             window_start = time.time()
             with MemorySampler(spark) as memory:
                 metrics["memory"] = memory  # its report replaces it once it has stopped
-                index_s, _ = self.timed(f"{run_id}:index", impl.prepare, deadline)
-                query_s, outcome = self.timed(f"{run_id}:query", impl.count, deadline)
+                index_s, _ = self.timed(f"{run_id}:index", impl.prepare, deadline, impl.ctx.cancelled)
+                query_s, outcome = self.timed(f"{run_id}:query", impl.count, deadline, impl.ctx.cancelled)
                 metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=impl.index_reused)
                 metrics["wall_s"] = round(time.perf_counter() - started, 4)
                 record["count"] = int(outcome.count)
@@ -240,8 +241,9 @@ class Runner:
                        output_changes_per_s=round(sum(e["output_changes"] for e in entries) / total_s, 1) if total_s else None,
                        stream=stream.source)
 
-    def timed(self, group: str, fn, deadline: float | None):
-        """Run fn in a thread tagged with a Spark job group; cancel the group at the deadline."""
+    def timed(self, group: str, fn, deadline: float | None, cancelled: threading.Event | None = None):
+        """Run fn in a thread tagged with a Spark job group; at the deadline cancel the group and set
+        `cancelled` (driver-side work stops at its next check)."""
         from pyspark import InheritableThread
 
         box: dict = {}
@@ -258,9 +260,13 @@ class Runner:
         thread.start()
         thread.join(None if deadline is None else max(0.0, deadline - time.perf_counter()))
         if thread.is_alive():
+            timed_out_s = time.perf_counter() - start
             self._counters.cancel(group)
+            if cancelled is not None:
+                cancelled.set()
             thread.join(60)
-            raise RunTimeout(f"timed out after {time.perf_counter() - start:.1f} s in {group.rsplit(':', 1)[1]}")
+            still = "; its work is still running" if thread.is_alive() else ""
+            raise RunTimeout(f"timed out after {timed_out_s:.1f} s in {group.rsplit(':', 1)[1]}{still}")
         if "error" in box:
             exc = box["error"]
             if isinstance(exc, HarnessError):

@@ -2,6 +2,7 @@
 Spark's counters, verifies the count and writes results; an implementation only computes."""
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
@@ -22,11 +23,18 @@ class RunContext:
     arrangements: dict = field(default_factory=dict)
     # Dynamic runs: the initial graph and its update batches (harness.updates.UpdateStream).
     stream: object | None = None
+    # Set by the harness at a run's deadline. Spark jobs are cancelled through their job group; work
+    # on the driver (local-gj's kernel) checks this between slices and raises RunCancelled.
+    cancelled: threading.Event = field(default_factory=threading.Event)
 
     @property
     def edges(self) -> DataFrame:
         """The canonical edge relation (src, dst), cached in Spark."""
         return self.graph.df
+
+
+class RunCancelled(Exception):
+    """Driver-side work stopped because the harness set `RunContext.cancelled`."""
 
 
 @dataclass

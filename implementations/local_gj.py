@@ -3,22 +3,27 @@ degree-ordered ids, sorted CSR adjacency, candidates from the smallest list, bin
 into the others (so a hub's list is never scanned), counting the last level without materialising it."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numba import njit
 
-from .base import Implementation, Outcome
+from .base import Implementation, Outcome, RunCancelled
 from .csr import build_csr, vertex_ranks, contains as _contains, lower_bound as _lower_bound
 from .plan import ExtensionPlan
 
 
-@njit(cache=True)
-def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below, differ, loop, loop_kind, limit, out, work):
-    """Count matches; write the first `limit` of them (in attribute-order positions) into `out`.
+@njit(cache=True, nogil=True)
+def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below, differ, loop, loop_kind, limit, out, work,
+                 first_lo=0, first_hi=-1, found_before=0):
+    """Count matches whose first position lies in [first_lo, first_hi) (all of [0, n) by default);
+    write the first matches into out[found_before:limit] (in attribute-order positions).
 
     Level j binds position j. rel_*[j, :rel_count[j]] are the relations (bound position, index) that
     bind it; above/below/differ[j, p] say the value must be >, < or != the one at position p; loop[j]
     requires a self-loop, looked up in index loop_kind. offsets/values are (K, n + 1) and (K, *)
-    arrays of K indices. Adds candidates examined and membership probes to work[0] and work[1]."""
+    arrays of K indices. Adds candidates examined and membership probes to work[0] and work[1].
+    It holds no Python objects and releases the GIL, so the harness's threads run beside it."""
     m = rel_count.shape[0]
     vals = np.zeros(m, dtype=np.int64)
     pos = np.zeros(m, dtype=np.int64)
@@ -26,7 +31,7 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
     kind = np.zeros(m, dtype=np.int64)
     count = 0
     j = 0
-    pos[0], end[0] = 0, n
+    pos[0], end[0] = first_lo, (n if first_hi < 0 else first_hi)
     while j >= 0:
         if pos[j] >= end[j]:
             j -= 1
@@ -55,8 +60,8 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
             continue
         vals[j] = c
         if j == m - 1:
-            if count < limit:
-                out[count, :] = vals
+            if found_before + count < limit:
+                out[found_before + count, :] = vals
             count += 1
             pos[j] += 1
             continue
@@ -95,11 +100,14 @@ def warm_up() -> None:
     out = np.zeros((1, 3), dtype=np.int64)
     work = np.zeros(2, dtype=np.int64)
     found = generic_join(3, offsets, values, rel_count, rel_pos, rel_kind, above, none, ~above, np.ones(3, np.bool_),
-                         0, 1, out, work)
+                         0, 1, out, work, 0, 3, 0)
     found += generic_join(3, offsets, values, rel_count, rel_pos.copy(), rel_kind.copy(), above, none, none,
-                          np.zeros(3, np.bool_), 0, 1, out, work)
+                          np.zeros(3, np.bool_), 0, 1, out, work, 0, 3, 0)
     if found != 1:
         raise RuntimeError(f"generic_join self-check found {found} triangles in a triangle")
+
+
+CHUNK_S = 0.25  # seconds per kernel call: the longest a timed-out run keeps going
 
 
 class LocalGenericJoin(Implementation):
@@ -132,12 +140,24 @@ class LocalGenericJoin(Implementation):
         self.plan.require_connected_order(self.ctx.spec)  # every position after the first is proposed by a relation
 
     def _run(self, limit: int) -> tuple[int, np.ndarray, np.ndarray]:
+        """The kernel over slices of first-position vertices, sized to take about CHUNK_S each, so a
+        timed-out run stops within a slice (ctx.cancelled) instead of running on for hours."""
         m = len(self.ctx.spec.attribute_order)
         out = np.zeros((max(limit, 0), m), dtype=np.int64)
         work = np.zeros(2, dtype=np.int64)
         p = self.plan
-        count = generic_join(self.n, self.offsets, self.values, p.rel_count, p.rel_pos.copy(), p.rel_kind.copy(),
-                             p.above, p.below, p.differ, p.loop, 0, limit, out, work)
+        rel_pos, rel_kind = p.rel_pos.copy(), p.rel_kind.copy()
+        count, lo, width = 0, 0, 64
+        while lo < self.n:
+            if self.ctx.cancelled.is_set():
+                raise RunCancelled(f"local-gj stopped at vertex {lo:,} of {self.n:,}")
+            hi = min(self.n, lo + width)
+            started = time.perf_counter()
+            count += generic_join(self.n, self.offsets, self.values, p.rel_count, rel_pos, rel_kind,
+                                  p.above, p.below, p.differ, p.loop, 0, limit, out, work, lo, hi, count)
+            took = time.perf_counter() - started
+            width = width * 2 if took < CHUNK_S / 2 else max(1, width // 2) if took > CHUNK_S * 2 else width
+            lo = hi
         return int(count), out, work
 
     def count(self) -> Outcome:

@@ -217,7 +217,7 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
         work = np.zeros(2, dtype=np.int64)
         start = time.perf_counter()
         count = generic_join(n, offsets, values, plan.rel_count, plan.rel_pos.copy(), plan.rel_atom.copy(),
-                             plan.above, plan.below, plan.differ, plan.loop, atoms, limit, out, work)
+                             plan.above, plan.below, plan.differ, plan.loop, atoms, limit, out, work, 0, n, 0)
         micros = int((time.perf_counter() - start) * 1e6)
         found = ids[out[:min(count, limit)]].ravel()
         meta = (int(count), n, micros)

@@ -209,7 +209,7 @@ def test_fetch_from_a_local_copy_and_a_tar_member(spark, tmp_path, monkeypatch):
 # ---------------------------------------------------------------- verification and update streams
 
 
-@pytest.mark.parametrize("name", ["ego-Facebook", "as-caida20071105", "soc-Epinions1"])
+@pytest.mark.parametrize("name", ["ego-Facebook", "as-caida20071105", pytest.param("soc-Epinions1", marks=pytest.mark.thorough)])
 def test_verify_shared_graphs(spark, shared_datasets, name):
     from harness.dataset_cli import verify
 

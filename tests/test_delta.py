@@ -94,6 +94,7 @@ def test_awkward_batches_with_changed_matches(spark, semantics):
         assert outcomes[0].counters["inserts_ignored"] == 1 and outcomes[0].counters["deletes_ignored"] == 1
 
 
+@pytest.mark.thorough
 def test_results_do_not_depend_on_the_number_of_workers(spark):
     spec = make_join_spec(BUILTINS["clique4"], "undirected")
     deltas = {w: [o.delta for o in maintain(spark, K4_PLUS, AWKWARD, spec, workers=w)] for w in (1, 3)}

@@ -90,6 +90,15 @@ def test_implementation_timeout_is_TIM_and_session_survives(runner):
     assert after["status"] == "OK" and after["verified"] and after["oracle"]["name"] == "native"
 
 
+def test_local_gj_stops_at_its_deadline(runner):
+    """The driver-side kernel releases the GIL and runs in slices that check the run's cancel flag:
+    a timed-out local-gj stops (house on this graph needs minutes) instead of running on."""
+    record = runner.run(RunRequest("house", "rmat:scale=13,ef=16,seed=4", "local-gj", timeout_s=1.0, oracle="none"))
+    assert record["status"] == "TIM", record.get("error")
+    assert "timed out" in record["error"] and "still running" not in record["error"]
+    assert record["metrics"]["memory"]["samples"] >= 5  # the sampler ran beside the kernel
+
+
 @pytest.mark.parametrize("request_kwargs,message", [
     (dict(query="nope"), "unknown query"),
     (dict(impl="nope"), "unknown implementation"),
