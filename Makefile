@@ -30,7 +30,7 @@ bench: java $(STAMP)
 	$(PY) -m harness bench $(WORKLOAD) $(TIER_FLAG) $(MASTER_FLAG) $(FROM_FLAG)
 
 test: java $(STAMP)
-	$(PY) -m pytest -q -m "not cluster and not thorough" --durations=15
+	$(PY) -m pytest -q -m "not cluster and not thorough" --ignore=tests/benchmarks --durations=15
 
 # tests/test_cluster.py: a standalone master and two workers on free loopback ports, the same workload
 # there, an executor SIGKILLed mid-query, and no process left after the cluster stops.

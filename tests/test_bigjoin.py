@@ -56,6 +56,7 @@ def test_small_batches_bound_prefixes_in_flight_and_keep_the_work(spark, hubby, 
     assert small.counters["prefixes_per_level"][f"P{m}"] == expected
 
 
+@pytest.mark.thorough  # make gate also reruns the gate workload three times and compares these counters
 def test_logical_counters_are_deterministic(spark, hubby):
     """The prefixes and proposals are GJ's, whatever W is. Probes depend on W only through the order
     in which a worker applies the lookups it owns (a candidate rejected early is probed less); for a

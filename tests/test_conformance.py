@@ -27,7 +27,7 @@ IMPLEMENTATIONS = sorted(implementations.REGISTRY)
 DYNAMIC = {name for name, cls in implementations.REGISTRY.items() if cls.maintains_updates}
 DYNAMIC_GRAPHS = ("hub",)
 # Random examples per implementation in `make test` (each costs Spark jobs); unknown names get 10.
-EXAMPLES = {"local-gj": 15, "shares": 8, "binary": 6, "bigjoin": 6, "bigjoin-s": 5, "delta-bigjoin": 2}
+EXAMPLES = {"local-gj": 15, "shares": 5, "binary": 6, "bigjoin": 4, "bigjoin-s": 3, "delta-bigjoin": 2}
 THOROUGH = os.environ.get("HARNESS_HYPOTHESIS") == "thorough"
 THOROUGH_EXAMPLES = {"delta-bigjoin": 20}  # every static implementation: 50 (tests/test_delta.py has more for delta)
 MAX_VERTICES, MAX_ROWS = (60, 150) if THOROUGH else (12, 45)
