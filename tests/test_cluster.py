@@ -123,12 +123,23 @@ def busy_query_executor(ui: str) -> str | None:
 
 def test_losing_an_executor_during_bigjoin_never_gives_a_wrong_count(cluster, tmp_path):
     """SIGKILL the executor that is running a task of one of BiGJoin's batch jobs: Spark re-executes
-    the lost tasks (and the stages whose shuffle output died with it) on a replacement executor. The
-    test passes only if the run ends OK with the right count, checked by the test's own networkx count
-    and by the run's oracle; a run that ends EXE fails it, with Spark's message."""
+    the lost tasks (and the stages whose shuffle output died with it) on a replacement executor. Every
+    attempt must end OK with the right count, checked by the test's own networkx count and by the
+    run's oracle; a run that ends EXE fails the test, with Spark's message. The UI can report a task
+    as running after it has finished, so a kill may land between tasks: such an attempt is still
+    checked, and the test retries (at most three attempts) until a kill has hit running work."""
     c, seen = cluster
+    hits = []
+    for attempt in range(3):
+        metrics = _kill_an_executor_mid_query(c, seen, tmp_path / f"fault-{attempt}.json")
+        if metrics["failed_tasks"] or metrics["stage_retries"]:
+            hits.append(metrics)
+            break
+    assert hits, "no kill hit a running task or a shuffle output that was still needed in three attempts"
+
+
+def _kill_an_executor_mid_query(c, seen: set, result) -> dict:
     ui_port = free_port()
-    result = tmp_path / "fault.json"
     proc = harness("run", "--query", "triangle", "--dataset", "rmat-small", "--impl", "bigjoin", "--batch", "1500",
                    "--oracle", "duckdb", "--master", c.url, "--json", str(result), env={"HARNESS_UI_PORT": str(ui_port)})
     victim = None
@@ -155,8 +166,8 @@ def test_losing_an_executor_during_bigjoin_never_gives_a_wrong_count(cluster, tm
     assert record["status"] == "OK", f"the run did not survive the lost executor: {record['status']} {record.get('error')}"
     assert proc.returncode == 0
     assert record["count"] == expected and record["oracle"]["agrees"] is True and record["verified"] is True
-    # the loss hit running work: Spark saw failed tasks or re-ran stages, during this run
-    assert metrics["executors_lost"] and (metrics["failed_tasks"] or metrics["stage_retries"]), metrics
+    assert metrics["executors_lost"], metrics  # the kill was seen by Spark during this run
+    return metrics
 
 
 def _edges(record: dict) -> list[tuple[int, int]]:
