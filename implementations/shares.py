@@ -24,7 +24,7 @@ from . import exchange, hypercube
 from .base import Implementation, Outcome
 from .csr import build_csr
 from .distributed_index import rank_vertices
-from .local_gj import generic_join
+from .local_gj import generic_join, scratch
 from .plan import BOTH, FORWARD, REVERSE, ExtensionPlan
 
 MATCH_SAMPLE = 5001  # matches each cell keeps during a count, so verifying small results needs no rerun
@@ -216,8 +216,9 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
         out = np.zeros((limit, plan.m), dtype=np.int64)
         work = np.zeros(2, dtype=np.int64)
         start = time.perf_counter()
-        count = generic_join(n, offsets, values, plan.rel_count, plan.rel_pos.copy(), plan.rel_atom.copy(),
-                             plan.above, plan.below, plan.differ, plan.loop, atoms, limit, out, work, 0, n, 0)
+        count = generic_join(n, offsets, values, plan.rel_count, plan.rel_pos, plan.rel_atom,
+                             plan.above, plan.below, plan.differ, plan.loop, atoms, limit, out, work, 0, n, 0,
+                             scratch(offsets, plan.m))
         micros = int((time.perf_counter() - start) * 1e6)
         found = ids[out[:min(count, limit)]].ravel()
         meta = (int(count), n, micros)

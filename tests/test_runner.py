@@ -43,6 +43,11 @@ def test_record_schema_and_spark_counters(runner):
     assert m["wall_s"] >= m["query_s"] and m["peak_exec_memory_bytes"] > 0
     ds = record["dataset"]
     assert ds["edges"] > 0 and ds["vertices"] > 0 and len(ds["sha256"]) == 64
+    t = m["time_breakdown"]["query"]  # units: Spark's CPU and shuffle-write times are ns, the rest ms
+    assert t["wall_s"] == m["query_s"] and 0 < t["critical_path_s"] <= t["wall_s"]
+    assert abs(t["critical_path_s"] + t["scheduling_s"] - t["wall_s"]) < 1e-3
+    assert 0 < t["executor_cpu_s"] <= t["executor_run_s"] * 1.05 + 0.05
+    assert 0 < t["shuffle_write_s"] <= t["executor_run_s"] + 0.05 and t["stages"] >= m["rounds"]
 
 
 class _OffByOne(BinaryJoin):
