@@ -15,9 +15,8 @@ from .plan import ExtensionPlan
 
 @njit(cache=True, nogil=True)
 def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below, differ, loop, loop_kind, limit, out, work,
-                 first_lo=0, first_hi=-1, found_before=0):
-    """Count matches whose first position lies in [first_lo, first_hi) (all of [0, n) by default);
-    write the first matches into out[found_before:limit] (in attribute-order positions).
+                 first_lo, first_hi, found_before):
+    """Count matches whose first position lies in [first_lo, first_hi); write the first matches into out[found_before:limit] (in attribute-order positions).
 
     Level j binds position j. rel_*[j, :rel_count[j]] are the relations (bound position, index) that
     bind it; above/below/differ[j, p] say the value must be >, < or != the one at position p; loop[j]
@@ -31,7 +30,7 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
     kind = np.zeros(m, dtype=np.int64)
     count = 0
     j = 0
-    pos[0], end[0] = first_lo, (n if first_hi < 0 else first_hi)
+    pos[0], end[0] = first_lo, first_hi
     while j >= 0:
         if pos[j] >= end[j]:
             j -= 1

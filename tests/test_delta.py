@@ -112,6 +112,12 @@ def update_batches(draw, vertices: int, initial: list, min_batches: int, max_bat
     # With several batches, the first four start with one change of each kind (a re-insert in a later
     # batch than its delete); the rest is drawn freely.
     forced = ["insert", "delete", "delete-absent", "reinsert"] if min_batches >= 4 else []
+
+    def apply(op):
+        ops.append(op)
+        (present.add if op[2] > 0 else present.discard)(op[:2])
+        (deleted.discard if op[2] > 0 else deleted.add)(op[:2])
+
     for b in range(draw(st.integers(min_batches, max_batches))):
         ops = []
         for i in range(draw(st.integers(1, max_ops))):
@@ -125,9 +131,7 @@ def update_batches(draw, vertices: int, initial: list, min_batches: int, max_bat
             if kind == "reinsert" and not deleted:
                 setup.append((*(setup[0][:2] if setup else draw(st.sampled_from(sorted(present)))), -1))
             for op in setup:
-                ops.append(op)
-                (present.add if op[2] > 0 else present.discard)(op[:2])
-                (deleted.discard if op[2] > 0 else deleted.add)(op[:2])
+                apply(op)
             if kind == "insert":
                 s, d = draw(st.tuples(ids, ids))
                 op = (s, d, 1)
@@ -149,9 +153,7 @@ def update_batches(draw, vertices: int, initial: list, min_batches: int, max_bat
                     s, d = absent[0]
                 op = (s, d, -1)
             kinds.add(kind)
-            ops.append(op)
-            (present.add if op[2] > 0 else present.discard)(op[:2])
-            (deleted.discard if op[2] > 0 else deleted.add)(op[:2])
+            apply(op)
         if ops and draw(st.booleans()):  # repeat some changes later in the batch, possibly reversed
             for s, d, diff in draw(st.lists(st.sampled_from(ops), max_size=4)):
                 diff = diff if draw(st.booleans()) else -diff
