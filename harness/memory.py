@@ -82,7 +82,8 @@ class MemorySampler:
         self._stop = threading.Event()
         self._paused = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="memory-sampler")
-        self.hwm = {"driver_python_rss": False, "driver_jvm_rss": False}
+        self._tracked = {"driver_python_rss": self.me, "driver_jvm_rss": self.jvm}  # read through VmHWM too
+        self.hwm = dict.fromkeys(self._tracked, False)  # whose high-water mark could be reset
 
     def read(self) -> dict[str, int]:
         vm = psutil.virtual_memory()
@@ -91,10 +92,9 @@ class MemorySampler:
 
     def _take(self) -> None:
         now = self.read()
-        if self.hwm["driver_python_rss"]:
-            now["driver_python_rss"] = max(now["driver_python_rss"], _hwm(self.me))
-        if self.hwm["driver_jvm_rss"]:
-            now["driver_jvm_rss"] = max(now["driver_jvm_rss"], _hwm(self.jvm))
+        for k, reset in self.hwm.items():
+            if reset:
+                now[k] = max(now[k], _hwm(self._tracked[k]))
         self.samples += 1
         for k, v in now.items():
             self.peak[k] = max(self.peak.get(k, 0), v)
@@ -112,12 +112,11 @@ class MemorySampler:
         try:
             yield
         finally:
-            self.hwm = {"driver_python_rss": self.hwm["driver_python_rss"] and _reset_hwm(self.me),
-                        "driver_jvm_rss": self.hwm["driver_jvm_rss"] and _reset_hwm(self.jvm)}
+            self.hwm = {k: reset and _reset_hwm(self._tracked[k]) for k, reset in self.hwm.items()}
             self._paused.clear()
 
     def __enter__(self) -> "MemorySampler":
-        self.hwm = {"driver_python_rss": _reset_hwm(self.me), "driver_jvm_rss": _reset_hwm(self.jvm)}
+        self.hwm = {k: _reset_hwm(proc) for k, proc in self._tracked.items()}
         self.start = self.read()
         self.peak = dict(self.start)
         self._thread.start()

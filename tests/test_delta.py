@@ -112,11 +112,26 @@ def update_batches(draw, vertices: int, initial: list, min_batches: int, max_bat
     # With several batches, the first four start with one change of each kind (a re-insert in a later
     # batch than its delete); the rest is drawn freely.
     forced = ["insert", "delete", "delete-absent", "reinsert"] if min_batches >= 4 else []
+
+    def apply(op):
+        ops.append(op)
+        (present.add if op[2] > 0 else present.discard)(op[:2])
+        (deleted.discard if op[2] > 0 else deleted.add)(op[:2])
+
     for b in range(draw(st.integers(min_batches, max_batches))):
         ops = []
         for i in range(draw(st.integers(1, max_ops))):
             choices = ["insert", "delete-absent"] + (["delete", "reverse"] if present else []) + (["reinsert"] if deleted else [])
             kind = forced[b] if i == 0 and b < len(forced) else draw(st.sampled_from(choices))
+            # A forced delete or re-insert whose edge the earlier changes took away (repeats reversed
+            # in the batch before) first makes one: an insert, then a delete of it.
+            setup = []
+            if kind in ("delete", "reinsert") and not present and not (kind == "reinsert" and deleted):
+                setup.append((*draw(st.tuples(ids, ids)), 1))
+            if kind == "reinsert" and not deleted:
+                setup.append((*(setup[0][:2] if setup else draw(st.sampled_from(sorted(present)))), -1))
+            for op in setup:
+                apply(op)
             if kind == "insert":
                 s, d = draw(st.tuples(ids, ids))
                 op = (s, d, 1)
@@ -138,9 +153,7 @@ def update_batches(draw, vertices: int, initial: list, min_batches: int, max_bat
                     s, d = absent[0]
                 op = (s, d, -1)
             kinds.add(kind)
-            ops.append(op)
-            (present.add if op[2] > 0 else present.discard)(op[:2])
-            (deleted.discard if op[2] > 0 else deleted.add)(op[:2])
+            apply(op)
         if ops and draw(st.booleans()):  # repeat some changes later in the batch, possibly reversed
             for s, d, diff in draw(st.lists(st.sampled_from(ops), max_size=4)):
                 diff = diff if draw(st.booleans()) else -diff
