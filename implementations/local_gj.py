@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from .base import Implementation, Outcome, RunCancelled
-from .csr import build_csr, contains as _contains, intersect, lower_bound as _lower_bound, vertex_ranks
+from .csr import build_csr, contains as _contains, dense_vertices, intersect, lower_bound as _lower_bound, vertex_ranks
 from .plan import ExtensionPlan
 
 
@@ -203,13 +203,13 @@ class LocalGenericJoin(Implementation):
     description = "native single-threaded Generic Join (numba) on the driver: the COST baseline"
 
     def prepare(self) -> None:
-        src, dst = self.ctx.graph.edge_arrays()
-        ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
-        undirected = self.ctx.spec.semantics == "undirected"
-        rank = vertex_ranks(ids, np.bincount(inverse, minlength=len(ids)) if undirected else None)
-        self.ids = ids[np.argsort(rank)]
-        s, d = rank[inverse[: len(src)]], rank[inverse[len(src):]]
+        s, d, ids = dense_vertices(*self.ctx.graph.edge_arrays())
         n = len(ids)
+        undirected = self.ctx.spec.semantics == "undirected"
+        rank = vertex_ranks(ids, np.bincount(s, minlength=n) + np.bincount(d, minlength=n) if undirected else None)
+        self.ids = np.empty(n, dtype=np.int64)
+        self.ids[rank] = ids
+        s, d = rank[s], rank[d]
         if undirected:
             lo, hi = np.minimum(s, d), np.maximum(s, d)
             indices = [build_csr(lo, hi, n), build_csr(hi, lo, n), build_csr(np.concatenate([lo, hi]), np.concatenate([hi, lo]), n)]
@@ -227,22 +227,27 @@ class LocalGenericJoin(Implementation):
 
     def _run(self, limit: int) -> tuple[int, np.ndarray, np.ndarray]:
         """The kernel over slices of first-position vertices, sized to take about CHUNK_S each, so a
-        timed-out run stops within a slice (ctx.cancelled) instead of running on for hours."""
+        timed-out run stops within a slice (ctx.cancelled) instead of running on for hours. A slice
+        is sized by estimated work, 1 + degree² per vertex, at the rate the last slice ran: work per
+        vertex climbs steeply towards the high-degree end of the ranking, a vertex count would not."""
         m = len(self.ctx.spec.attribute_order)
         out = np.zeros((max(limit, 0), m), dtype=np.int64)
         work = np.zeros(2, dtype=np.int64)
         p = self.plan
         buf = scratch(self.offsets, m)
-        count, lo, width = 0, 0, 64
+        degree = np.diff(self.offsets[2]).astype(np.float64)
+        estimate = np.concatenate([[0.0], np.cumsum(1.0 + degree * degree)])
+        count, lo, rate = 0, 0, 1e6  # estimated work per second; the first slice is a short probe
         while lo < self.n:
             if self.ctx.cancelled.is_set():
                 raise RunCancelled(f"local-gj stopped at vertex {lo:,} of {self.n:,}")
-            hi = min(self.n, lo + width)
+            target = estimate[lo] + max(1.0, rate * CHUNK_S)
+            hi = min(self.n, max(lo + 1, int(np.searchsorted(estimate, target, side="right")) - 1))
             started = time.perf_counter()
             count += generic_join(self.n, self.offsets, self.values, p.rel_count, p.rel_pos, p.rel_kind,
                                   p.above, p.below, p.differ, p.loop, 0, limit, out, work, lo, hi, count, buf)
-            took = time.perf_counter() - started
-            width = width * 2 if took < CHUNK_S / 2 else max(1, width // 2) if took > CHUNK_S * 2 else width
+            took = max(time.perf_counter() - started, 1e-4)
+            rate = min(rate * 4, (estimate[hi] - estimate[lo]) / took)  # grow at most 4x per slice
             lo = hi
         return int(count), out, work
 

@@ -1,6 +1,7 @@
 """The sorted-list primitives every Generic Join kernel here is built on, against numpy: each
 intersection strategy on random sorted lists (empty, equal, disjoint, 1,000:1 size ratios, values over
-all of int64), sub-ranges, counting without storing, and writing over one of its own inputs."""
+all of int64), sub-ranges, counting without storing, and writing over one of its own inputs; and the
+counting-sort CSR build and degree ranking against numpy's comparison sorts."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from implementations.csr import gallop, intersect, intersect_gallop, intersect_merge, lower_bound
+from implementations.csr import (build_csr, dense_vertices, gallop, intersect, intersect_gallop, intersect_merge, locate_sorted,
+                                 lower_bound, vertex_ranks)
 
 STRATEGIES = {"merge": intersect_merge, "gallop": intersect_gallop, "adaptive": intersect}
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -71,17 +73,27 @@ def test_edge_cases(name, case):
 
 
 @pytest.mark.parametrize("name", STRATEGIES)
-@pytest.mark.parametrize("into", ["a", "b"])
-def test_writing_over_an_input(name, into):
-    """local-gj narrows a level's candidates in place: out may be either input when its range starts at 0."""
-    rng = np.random.default_rng(11)
-    a = sorted_list(rng.integers(0, 3000, 400))
-    b = sorted_list(rng.integers(0, 3000, 2500))
+@pytest.mark.parametrize("sizes", [(400, 2500), (2500, 400), (300, 300), (20, 3000), (3000, 20)])
+@pytest.mark.parametrize("offset", [0, 5])
+def test_writing_over_the_first_input(name, sizes, offset):
+    """Kernels narrow candidates in place: out may be a, starting at or before a's range."""
+    rng = np.random.default_rng(sum(sizes) + offset)
+    a = sorted_list(rng.integers(0, 3000, sizes[0]))
+    b = sorted_list(rng.integers(0, 3000, sizes[1]))
     expected = np.intersect1d(a, b)
-    target = a if into == "a" else b
     work = np.zeros(2, dtype=np.int64)
-    k = STRATEGIES[name](a, 0, len(a), b, 0, len(b), target, True, work)
-    assert np.array_equal(target[:k], expected)
+    padded = np.concatenate([np.full(offset, -1), a])
+    k = STRATEGIES[name](padded, offset, len(padded), b, 0, len(b), padded, True, work)
+    assert np.array_equal(padded[:k], expected)
+
+
+@pytest.mark.parametrize("name", ["merge", "adaptive"])
+def test_writing_over_a_larger_first_input(name):
+    """The case that broke when the adaptive intersection swapped its inputs and so wrote over b: the
+    merge wrote a non-matching value of the other list over the candidate it was about to compare."""
+    a, b = np.array([2, 5, 7, 9], dtype=np.int64), np.array([1, 2], dtype=np.int64)
+    k = STRATEGIES[name](a, 0, 4, b, 0, 2, a, True, np.zeros(2, dtype=np.int64))
+    assert k == 1 and a[0] == 2
 
 
 @settings(max_examples=200, deadline=None)
@@ -90,3 +102,49 @@ def test_gallop_is_lower_bound(values, x, start):
     v = sorted_list(values)
     start = min(start, len(v))
     assert gallop(v, start, len(v), x) == lower_bound(v, start, len(v), x) == start + np.searchsorted(v[start:], x)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_counting_csr_equals_a_lexsort(data):
+    n = data.draw(st.integers(1, 40))
+    bound = data.draw(st.integers(1, 40))
+    pairs = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, bound - 1)), max_size=200))
+    keys = np.array([k for k, _ in pairs], dtype=np.int32)
+    values = np.array([v for _, v in pairs], dtype=np.int32)
+    offsets, lists = build_csr(keys, values, n, bound)
+    order = np.lexsort((values, keys))
+    assert np.array_equal(lists, values[order])
+    assert np.array_equal(offsets, np.concatenate([[0], np.cumsum(np.bincount(keys, minlength=n))]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(degree=st.lists(st.integers(0, 50), max_size=100))
+def test_degree_ranks_order_by_degree_then_id(degree):
+    degree = np.array(degree, dtype=np.int64)
+    ids = np.arange(len(degree), dtype=np.int64) * 3
+    expected = np.empty(len(degree), dtype=np.int64)
+    expected[np.lexsort((ids, degree))] = np.arange(len(degree))
+    assert np.array_equal(vertex_ranks(ids, degree), expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(pairs=st.lists(st.tuples(INT64, INT64), max_size=50), small=st.booleans())
+def test_dense_vertices_keep_every_edge(pairs, small):
+    src = np.array([a for a, _ in pairs], dtype=np.int64)
+    dst = np.array([b for _, b in pairs], dtype=np.int64)
+    if small:
+        src, dst = np.abs(src % 97), np.abs(dst % 97)
+    s, d, ids = dense_vertices(src, dst)
+    assert np.array_equal(ids[s], src) and np.array_equal(ids[d], dst)
+    assert np.all(np.diff(ids) > 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(INT64, max_size=200), queries=st.lists(INT64, max_size=200), shared=st.lists(INT64, max_size=50))
+def test_locate_sorted_equals_searchsorted(values, queries, shared):
+    """BiGJoin-S's batched membership probe: sorted lookups galloping through a sorted index."""
+    values, queries = sorted_list(values + shared), np.sort(np.asarray(queries + shared, dtype=np.int64))
+    at, found = locate_sorted(values, queries)
+    assert np.array_equal(at, np.searchsorted(values, queries))
+    assert np.array_equal(found, np.isin(queries, values))
