@@ -155,6 +155,10 @@ class SparkCounters:
             stages_evicted=evicted,
             per_round=per_round,
             spark_time_by_phase={phase: {k: round(v, 4) for k, v in spent.items()} for phase, spent in times.items()},
+            # Each phase's shape, the stages each of its jobs ran: what spark_floor reproduces empty.
+            spark_stages_per_job={phase: [j.get("numCompletedStages", 0) for j in sorted(jobs, key=lambda j: j["jobId"])
+                                          if (j.get("jobGroup") or "").rsplit(":", 1)[-1] == phase]
+                                  for phase in times},
         )
 
     def _executor_summary(self, since: float | None) -> dict:

@@ -150,7 +150,9 @@ def time_line(r: dict, phase: str, t: dict) -> str:
             f"tasks' critical path {t['critical_path_s']:.2f} s ({t['critical_path_s'] / wall:.0%}), "
             f"scheduling {t['scheduling_s']:.2f} s ({t['scheduling_s'] / wall:.0%}) over {t['stages']} stages; "
             f"all tasks: run {t['executor_run_s']:.2f} s, JVM CPU {t['executor_cpu_s']:.2f}, GC {t['gc_s']:.2f}, "
-            f"deserialise {t['deserialize_s']:.2f}, shuffle write {t['shuffle_write_s']:.2f}, fetch wait {t['shuffle_fetch_wait_s']:.2f}")
+            f"deserialise {t['deserialize_s']:.2f}, shuffle write {t['shuffle_write_s']:.2f}, fetch wait {t['shuffle_fetch_wait_s']:.2f}"
+            + ("; Python: " + ", ".join(f"{k} {v:.2f}" for k, v in t["python_task_s"].items()) if t.get("python_task_s") else "")
+            + (f"; Spark's floor (empty jobs of this shape) {t['spark_floor_s']:.2f} s" if "spark_floor_s" in t else ""))
 
 
 def shares_table(records: list[dict], title: str) -> Table | None:

@@ -50,6 +50,20 @@ def test_record_schema_and_spark_counters(runner):
     assert 0 < t["shuffle_write_s"] <= t["executor_run_s"] + 0.05 and t["stages"] >= m["rounds"]
 
 
+def test_spark_floor_repeats_the_phase_shape_with_empty_jobs(runner):
+    """spark_floor times empty jobs with the stages of each job of the run's phase, W tasks each."""
+    record = runner.run(RunRequest("triangle", "rmat:scale=8,ef=6,seed=3", "bigjoin", oracle="networkx", spark_floor=True))
+    assert record["status"] == "OK", record.get("error")
+    m = record["metrics"]
+    for phase in ("index", "query"):
+        shape = m["spark_stages_per_job"][phase]
+        assert shape and all(n >= 1 for n in shape)
+        floor = runner._counters.collect([f"{record['run_id']}:floor-{phase}"])
+        assert floor["spark_stages_per_job"][f"floor-{phase}"] == shape
+        assert m["time_breakdown"][phase]["spark_floor_s"] > 0
+    assert sum(m["time_breakdown"]["query"]["python_task_s"].values()) > 0
+
+
 class _OffByOne(BinaryJoin):
     """A deliberately wrong implementation: the verification must catch it."""
 
