@@ -203,27 +203,30 @@ class LocalGenericJoin(Implementation):
     description = "native single-threaded Generic Join (numba) on the driver: the COST baseline"
 
     def prepare(self) -> None:
+        self.plan = ExtensionPlan.from_spec(self.ctx.spec)
+        self.plan.require_connected_order(self.ctx.spec)  # every position after the first is proposed by a relation
+        p = self.plan
+        used = {int(k) for j in range(p.m) for k in p.rel_kind[j, : p.rel_count[j]]} | ({0} if p.loop.any() else set())
         s, d, ids = dense_vertices(*self.ctx.graph.edge_arrays())
         n = len(ids)
         undirected = self.ctx.spec.semantics == "undirected"
-        rank = vertex_ranks(ids, np.bincount(s, minlength=n) + np.bincount(d, minlength=n) if undirected else None)
+        self.degree = np.bincount(s, minlength=n) + np.bincount(d, minlength=n)
+        rank = vertex_ranks(ids, self.degree if undirected else None)
         self.ids = np.empty(n, dtype=np.int64)
         self.ids[rank] = ids
+        self.degree[rank] = self.degree.copy()
         s, d = rank[s], rank[d]
-        if undirected:
-            lo, hi = np.minimum(s, d), np.maximum(s, d)
-            indices = [build_csr(lo, hi, n), build_csr(hi, lo, n), build_csr(np.concatenate([lo, hi]), np.concatenate([hi, lo]), n)]
-        else:
-            indices = [build_csr(s, d, n), build_csr(d, s, n)]
-            indices.append(indices[0])
-        width = max(len(v) for _, v in indices)
+        if undirected:  # FORWARD lower rank -> higher, REVERSE back, BOTH every neighbour
+            s, d = np.minimum(s, d), np.maximum(s, d)
+        keys = {0: (s, d), 1: (d, s), 2: (np.concatenate([s, d]), np.concatenate([d, s])) if undirected else (s, d)}
+        # Only the lists the plan reads (a triangle reads FORWARD alone), each built by counting sorts.
+        indices = [build_csr(*keys[k], n) if k in used else (np.zeros(n + 1, np.int64), np.zeros(0, np.int64))
+                   for k in range(3)]
         self.offsets = np.stack([o for o, _ in indices])
-        self.values = np.zeros((3, max(width, 1)), dtype=np.int64)
+        self.values = np.zeros((3, max(1, max(len(v) for _, v in indices))), dtype=np.int64)
         for i, (_, v) in enumerate(indices):
             self.values[i, : len(v)] = v
         self.n = n
-        self.plan = ExtensionPlan.from_spec(self.ctx.spec)
-        self.plan.require_connected_order(self.ctx.spec)  # every position after the first is proposed by a relation
 
     def _run(self, limit: int) -> tuple[int, np.ndarray, np.ndarray]:
         """The kernel over slices of first-position vertices, sized to take about CHUNK_S each, so a
@@ -235,7 +238,7 @@ class LocalGenericJoin(Implementation):
         work = np.zeros(2, dtype=np.int64)
         p = self.plan
         buf = scratch(self.offsets, m)
-        degree = np.diff(self.offsets[2]).astype(np.float64)
+        degree = self.degree.astype(np.float64)
         estimate = np.concatenate([[0.0], np.cumsum(1.0 + degree * degree)])
         count, lo, rate = 0, 0, 1e6  # estimated work per second; the first slice is a short probe
         while lo < self.n:
