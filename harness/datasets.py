@@ -198,6 +198,22 @@ class Graph:
     published: dict
     cache_hit: bool
     df: DataFrame | None = None
+    _edge_arrays: tuple | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def edge_arrays_read(self) -> bool:
+        return self._edge_arrays is not None
+
+    def edge_arrays(self):
+        """(src, dst) int64 numpy arrays of the canonical relation, read from its Parquet files on
+        the driver once per Graph: the load of implementations that compute on the driver."""
+        if self._edge_arrays is None:
+            import numpy as np
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(self.path / "edges.parquet", columns=["src", "dst"])
+            self._edge_arrays = tuple(table.column(c).to_numpy().astype(np.int64, copy=False) for c in ("src", "dst"))
+        return self._edge_arrays
 
     def describe(self) -> dict:
         return {

@@ -14,6 +14,16 @@ from contextlib import contextmanager
 from .errors import ExecutionError
 
 _EXEC_METRICS = ("JVMHeapMemory", "OnHeapExecutionMemory", "ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory")
+# Spark's stage totals behind the time breakdown, with their units: CPU and shuffle-write times are
+# nanoseconds, the rest milliseconds. Executor CPU time is the JVM's alone (not the Python worker's).
+_STAGE_TIMES = {"executor_run_s": ("executorRunTime", 1e-3), "executor_cpu_s": ("executorCpuTime", 1e-9),
+                "gc_s": ("jvmGcTime", 1e-3), "deserialize_s": ("executorDeserializeTime", 1e-3),
+                "result_serialize_s": ("resultSerializationTime", 1e-3), "shuffle_write_s": ("shuffleWriteTime", 1e-9),
+                "shuffle_fetch_wait_s": ("shuffleFetchWaitTime", 1e-3)}
+
+
+def _phase_times() -> dict:
+    return {**{k: 0.0 for k in _STAGE_TIMES}, "slowest_tasks_s": 0.0, "stages": 0}
 
 
 class SparkCounters:
@@ -68,6 +78,7 @@ class SparkCounters:
                       spill_bytes=0, spill_memory_bytes=0, peak_exec_memory_bytes=0, tasks=0, stages=0,
                       failed_tasks=0, stage_retries=0)
         per_round = []
+        times: dict[str, dict] = {}  # phase -> Spark's time totals over its stages
         peaks = {k: 0 for k in _EXEC_METRICS}
         evicted = 0
         for sid in stage_ids:
@@ -95,6 +106,13 @@ class SparkCounters:
                 tasks = self._get(f"/stages/{sid}/{attempt['attemptId']}/taskList?length={attempt['numTasks'] + 100}")
                 tasks = [t for t in tasks if t.get("status") == "SUCCESS" and "taskMetrics" in t]
                 totals["tasks"] += len(tasks)
+                phase = (phase_of.get(sid) or "").rsplit(":", 1)[-1]
+                slowest = max((t.get("duration", 0) for t in tasks), default=0) / 1e3
+                spent = times.setdefault(phase, _phase_times())
+                for key, (field, unit) in _STAGE_TIMES.items():
+                    spent[key] += attempt.get(field, 0) * unit
+                spent["slowest_tasks_s"] += slowest  # the stage's critical path: stages of one run follow each other
+                spent["stages"] += 1
                 for t in tasks:
                     totals["peak_exec_memory_bytes"] = max(totals["peak_exec_memory_bytes"], t["taskMetrics"].get("peakExecutionMemory", 0))
                 reads = [t["taskMetrics"]["shuffleReadMetrics"]["recordsRead"] for t in tasks]
@@ -110,6 +128,9 @@ class SparkCounters:
                         # Bytes per task: the load where rows are blobs of many tuples (the BiGJoin family).
                         "max_task_bytes": max(read_bytes), "mean_task_bytes": sum(read_bytes) / len(read_bytes),
                         "bytes_skew": (max(read_bytes) / (sum(read_bytes) / len(read_bytes))) if sum(read_bytes) else None,
+                        "executor_run_s": round(attempt.get("executorRunTime", 0) / 1e3, 3),
+                        "executor_cpu_s": round(attempt.get("executorCpuTime", 0) / 1e9, 3),
+                        "slowest_task_s": round(slowest, 3),
                     })
         # The load L of the MPC model is the largest per-worker receive in any round; the skew is
         # reported for that heaviest round (max/mean over its tasks).
@@ -133,6 +154,11 @@ class SparkCounters:
             jobs=len(jobs),
             stages_evicted=evicted,
             per_round=per_round,
+            spark_time_by_phase={phase: {k: round(v, 4) for k, v in spent.items()} for phase, spent in times.items()},
+            # Each phase's shape, the stages each of its jobs ran: what spark_floor reproduces empty.
+            spark_stages_per_job={phase: [j.get("numCompletedStages", 0) for j in sorted(jobs, key=lambda j: j["jobId"])
+                                          if (j.get("jobGroup") or "").rsplit(":", 1)[-1] == phase]
+                                  for phase in times},
         )
 
     def _executor_summary(self, since: float | None) -> dict:

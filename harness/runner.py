@@ -16,6 +16,7 @@ from .memory import MemorySampler
 from .metrics import SparkCounters
 from .oracles import Pattern
 from .query import Query, load_query, make_join_spec
+from .spark_floor import floor_seconds
 from .verify import ORACLE_CHOICES
 
 
@@ -35,6 +36,7 @@ class RunRequest:
     trial: int = 0
     allow_unverified: bool = False  # the user accepts an UNVERIFIED result (exit code 0); still labelled so
     timeout_expected: bool = False  # the workload declares a TIM of this run an expected result
+    spark_floor: bool = False  # also time empty Spark jobs shaped like each phase's (time_breakdown.<phase>.spark_floor_s)
 
 
 class Runner:
@@ -116,6 +118,11 @@ class Runner:
             graph, load_s, reused = self.graph(source, req.semantics, req.workers)
             record["dataset"] = graph.describe()
             metrics.update(load_s=round(load_s, 4), load_reused=reused)
+            if impl_cls.driver_edges:
+                started_driver_load = time.perf_counter()
+                reused_arrays = graph.edge_arrays_read
+                graph.edge_arrays()
+                metrics.update(driver_load_s=round(time.perf_counter() - started_driver_load, 4), driver_load_reused=reused_arrays)
 
             arrangements = self._arrangements.setdefault((source.kind, source.location, req.semantics), {})
             stream = None
@@ -140,6 +147,11 @@ class Runner:
             metrics["memory"] = memory.report()
             metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query", f"{run_id}:updates"],
                                                   since=window_start))
+            metrics["time_breakdown"] = time_breakdown(metrics, outcome.metrics.get("python_task_s"))
+            for phase, breakdown in metrics["time_breakdown"].items() if req.spark_floor else ():
+                shape = metrics["spark_stages_per_job"][phase]
+                floor_s, _ = self.timed(f"{run_id}:floor-{phase}", lambda: floor_seconds(self.spark, shape, req.workers), None)
+                breakdown["spark_floor_s"] = round(floor_s, 4)
             clash = sorted(set(outcome.metrics) & set(metrics))
             if clash:
                 raise ExecutionError(f"{req.impl} reports metric '{clash[0]}', which the harness already measures")
@@ -273,6 +285,25 @@ class Runner:
                 raise exc
             raise ExecutionError(f"{type(exc).__name__}: {_first_line(exc)}") from exc
         return time.perf_counter() - start, box.get("value")
+
+
+def time_breakdown(metrics: dict, python_task_s: dict | None = None) -> dict:
+    """Where each timed phase's wall time went: the tasks' critical path (per stage, its slowest
+    task) and the rest, scheduling (driver, job and stage overheads, waiting), plus Spark's totals
+    over all tasks, and the query tasks' own Python clocks (kernel, pack, I/O) where the
+    implementation keeps them. Phases without Spark stages (local-gj) get none."""
+    out = {}
+    for phase in ("index", "query"):
+        spark = (metrics.get("spark_time_by_phase") or {}).get(phase)
+        wall = metrics.get(f"{phase}_s")
+        if not spark or wall is None:
+            continue
+        out[phase] = {"wall_s": wall, "critical_path_s": round(spark["slowest_tasks_s"], 4),
+                      "scheduling_s": round(max(0.0, wall - spark["slowest_tasks_s"]), 4),
+                      **{k: v for k, v in spark.items() if k != "slowest_tasks_s"}}
+    if "query" in out and python_task_s:
+        out["query"]["python_task_s"] = python_task_s
+    return out
 
 
 def _first_line(exc: BaseException) -> str:

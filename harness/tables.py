@@ -87,8 +87,9 @@ def logical_table(records: list[dict], title: str) -> Table | None:
 
 
 def summary_lines(records: list[dict]) -> list[str]:
-    """Index sharing across runs, and each implementation's time (index_s + query_s) relative to
-    local-gj on the same dataset, query, semantics and parameters, measured in this run."""
+    """Index sharing across runs, and each implementation's time (index_s + query_s) relative to the
+    native floor (when the native counter checked the run) and to local-gj on the same dataset,
+    query, semantics and parameters, measured in this run."""
     lines = []
     built: dict[tuple, tuple[float, int]] = {}
     for r in records:
@@ -113,6 +114,15 @@ def summary_lines(records: list[dict]) -> list[str]:
         params = {k: v for k, v in r["params"].items() if k != "batch"}
         return (r["dataset"].get("name"), r["query"].get("name"), r["semantics"], str(sorted(params.items())), r["trial"])
 
+    for r in records:  # the native floor: the independent native counter's own time (lists + count) for this check
+        floor = next((c["count_s"] for c in r.get("checks", []) if c.get("name") == "native" and c.get("status") == "ok"
+                      and c.get("count_s")), None)
+        if floor and total(r):
+            lines.append(f"{r['implementation']} / native floor on {r['query'].get('name')} {r['dataset'].get('name')}: "
+                         f"{total(r):.2f} s / {floor:.2f} s = {total(r) / floor:.2f}x")
+    for r in records:
+        for phase, t in (r.get("metrics", {}).get("time_breakdown") or {}).items():
+            lines.append(time_line(r, phase, t))
     base = {same(r): r for r in records if r["implementation"] == "local-gj" and total(r)}
     for r in records:
         ref = base.get(same(r))
@@ -131,6 +141,18 @@ def summary_lines(records: list[dict]) -> list[str]:
             parts = [f"{g['implementation']} {fmt_int(communication(g)[0])} {communication(g)[1]} in {total(g):.2f} s" for g in group]
             lines.append(f"communication on {r['query'].get('name')} {r['dataset'].get('name')} W={r['params'].get('workers')}: " + "; ".join(parts))
     return lines
+
+
+def time_line(r: dict, phase: str, t: dict) -> str:
+    """One run phase's time breakdown (runner.time_breakdown) on one line."""
+    wall = t["wall_s"] or 1e-9
+    return (f"time {r['implementation']} {r['query'].get('name')} {r['dataset'].get('name')} {phase} {t['wall_s']:.2f} s: "
+            f"tasks' critical path {t['critical_path_s']:.2f} s ({t['critical_path_s'] / wall:.0%}), "
+            f"scheduling {t['scheduling_s']:.2f} s ({t['scheduling_s'] / wall:.0%}) over {t['stages']} stages; "
+            f"all tasks: run {t['executor_run_s']:.2f} s, JVM CPU {t['executor_cpu_s']:.2f}, GC {t['gc_s']:.2f}, "
+            f"deserialise {t['deserialize_s']:.2f}, shuffle write {t['shuffle_write_s']:.2f}, fetch wait {t['shuffle_fetch_wait_s']:.2f}"
+            + ("; Python: " + ", ".join(f"{k} {v:.2f}" for k, v in t["python_task_s"].items()) if t.get("python_task_s") else "")
+            + (f"; Spark's floor (empty jobs of this shape) {t['spark_floor_s']:.2f} s" if "spark_floor_s" in t else ""))
 
 
 def shares_table(records: list[dict], title: str) -> Table | None:

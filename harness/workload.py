@@ -19,7 +19,7 @@ WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
 
 _LIST_KEYS = {"queries", "semantics", "datasets", "implementations", "workers"}
 _SCALAR_KEYS = {"name", "description", "trials", "oracle", "timeout_s", "oracle_timeout_s", "params", "attribute_order", "updates",
-                "time_threshold", "min_seconds", "allow_unverified", "expected_timeouts"}
+                "time_threshold", "min_seconds", "allow_unverified", "expected_timeouts", "spark_floor"}
 _KEYS = _LIST_KEYS | _SCALAR_KEYS | {"tiers"}
 
 
@@ -44,6 +44,7 @@ class Workload:
     min_seconds: float | None = None
     allow_unverified: bool = False  # UNVERIFIED runs exit 0 (still labelled); never for the gate or a README figure
     expected_timeouts: list[str] = field(default_factory=list)  # implementations whose TIM is an expected result
+    spark_floor: bool = False  # time empty Spark jobs shaped like each run's query (Spark's floor)
 
     def requests(self) -> list[RunRequest]:
         """Every run, datasets outermost so each graph is loaded once."""
@@ -60,7 +61,7 @@ class Workload:
                     oracle=self.oracle, timeout_s=self.timeout_s, oracle_timeout_s=self.oracle_timeout_s,
                     params={**fixed, **grid}, attribute_order=tuple(self.attribute_order) if self.attribute_order else None,
                     workload=self.name, trial=trial, allow_unverified=self.allow_unverified,
-                    timeout_expected=impl in self.expected_timeouts,
+                    timeout_expected=impl in self.expected_timeouts, spark_floor=self.spark_floor,
                 ))
         return out
 
@@ -174,6 +175,9 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
     allow_unverified = data.get("allow_unverified", False)
     if not isinstance(allow_unverified, bool):
         raise DataError(f"{path}: key 'allow_unverified' must be true or false, got {allow_unverified!r}")
+    spark_floor = data.get("spark_floor", False)
+    if not isinstance(spark_floor, bool):
+        raise DataError(f"{path}: key 'spark_floor' must be true or false, got {spark_floor!r}")
     implementations = _as_list(data, "implementations", path, str)
     expected_timeouts = _as_list(data, "expected_timeouts", path, str, required=False)  # a tier may run none of them
     return Workload(
@@ -185,7 +189,7 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         timeout_s=_number(data, "timeout_s", path, 600.0), oracle_timeout_s=_number(data, "oracle_timeout_s", path, 600.0) or 600.0,
         params=params, attribute_order=order, tier=tier,
         time_threshold=_number(data, "time_threshold", path, None), min_seconds=_number(data, "min_seconds", path, None),
-        allow_unverified=allow_unverified, expected_timeouts=expected_timeouts,
+        allow_unverified=allow_unverified, expected_timeouts=expected_timeouts, spark_floor=spark_floor,
     )
 
 

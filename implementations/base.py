@@ -61,6 +61,9 @@ class Implementation(ABC):
     description: str = ""
     index_reused: bool = False  # set by prepare() when it reused an index from ctx.arrangements
     maintains_updates: bool = False  # dynamic: prepare() indexes ctx.stream.initial, count() counts it
+    # Computes on the driver from ctx.graph.edge_arrays(): the harness reads them before prepare() and
+    # reports that as driver_load_s, so index_s holds only the implementation's own work.
+    driver_edges: bool = False
 
     def apply_updates(self, updates) -> BatchOutcome:
         """Apply one batch, a pyarrow Table (src, dst, diff, seq) in order, held by the driver, and

@@ -19,7 +19,7 @@ from harness.errors import DataError
 from . import distributed_index, exchange
 from .base import Implementation, Outcome
 from .plan import ExtensionPlan
-from .prefix_extension import FIELDS, RECEIVED, Chunk, ExtensionJob, GroupJob, JobResult, run_job
+from .prefix_extension import FIELDS, PYTHON_CLOCKS, RECEIVED, Chunk, ExtensionJob, GroupJob, JobResult, run_job
 
 DEFAULT_BATCH = 1 << 22
 # A round has enough work to share when its workers receive at least this many tuples each on
@@ -93,7 +93,8 @@ class BiGJoin(Implementation):
     def count(self) -> Outcome:
         count, counters, self._sample = self._run(MATCH_SAMPLE)
         self._sample_complete = len(self._sample) == count
-        return Outcome(count, counters)
+        return Outcome(count, counters.report(self.index, self.budget, self.index_reused),
+                       metrics={"python_task_s": counters.python_task_s()})
 
     def matches(self, limit: int) -> list[tuple]:
         sample = getattr(self, "_sample", None)
@@ -106,13 +107,13 @@ class BiGJoin(Implementation):
         rows = self.index.ids[found[:limit]] if len(found) else np.zeros((0, len(where)), np.int64)
         return [tuple(int(v) for v in row[where]) for row in rows]
 
-    def _run(self, match_limit: int) -> tuple[int, dict, np.ndarray]:
-        index = self.index
+    def _run(self, match_limit: int) -> tuple[int, "Counters", np.ndarray]:
         if self.plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
+            index = self.index
             ranks = np.load(index.root / "loops.npy") if self.plan.loop[0] else np.arange(index.vertices)
-            return len(ranks), Counters(1).report(index, self.budget, self.index_reused), ranks[:match_limit].reshape(-1, 1)
+            return len(ranks), Counters(1), ranks[:match_limit].reshape(-1, 1)
         count, counters, found = self.extend([Extension(self.plan)], match_limit)
-        return count, counters.report(index, self.budget, self.index_reused), found[0]
+        return count, counters, found[0]
 
     def extend(self, extensions: list["Extension"], match_limit: int) -> tuple[int, "Counters", list[np.ndarray]]:
         """Run Generic Join extensions to completion, batch by batch: one Spark job per batch, in which
@@ -179,7 +180,8 @@ class Counters:
     def __init__(self, m: int):
         self.count = 0
         self.prefixes = [0] * (m + 1)  # prefixes[j] = |P_j|
-        self.totals = dict.fromkeys(("count_lookups", "proposals", "probes", "sent_lookups", "lookups_aggregated"), 0)
+        self.totals = dict.fromkeys(("count_lookups", "proposals", "probes", "sent_lookups", "lookups_aggregated",
+                                     *PYTHON_CLOCKS), 0)
         self.exchanged = 0
         self.exchanged_remote = 0
         self.by_round: dict[str, int] = {}
@@ -224,6 +226,10 @@ class Counters:
         busy = [s for s, r in zip(skews, self.round_loads) if sum(r) >= ENOUGH_WORK * len(r)]
         return {"round_load_skew": skews, "enough_work_per_worker": ENOUGH_WORK,
                 "rounds_with_enough_work": len(busy), "max_round_load_skew": max(busy, default=None)}
+
+    def python_task_s(self) -> dict:
+        """Seconds summed over tasks, from their own clocks: where the Python workers' time went."""
+        return {name[:-3]: round(self.totals[name] / 1e6, 3) for name in PYTHON_CLOCKS}
 
     def report(self, index, budget: int, reused: bool) -> dict:
         return {

@@ -100,7 +100,8 @@ class BalancedJob(ExtensionJob):
                     pass
                 received = []
             else:
-                received = list(exchange.received(iterator, p))
+                with stage.clock("pack_us"):
+                    received = list(exchange.received(iterator, p))
             yield from stage.run(received, final)
         return run
 
@@ -110,7 +111,8 @@ class _BalancedStage(StageBase):
 
     def __init__(self, job: BalancedJob, stage: int, p: int):
         super().__init__(job, stage, p)
-        self.index = Partition.load(job.index_root, p)
+        with self.clock("io_us"):
+            self.index = Partition.load(job.index_root, p)
         self.steps = job.steps()
         self.tokens: list[int] = []
         self.payloads: list[bytes] = []
@@ -123,7 +125,8 @@ class _BalancedStage(StageBase):
         if s == 2 * len(self.steps) + 1:  # after Balance: queue the ranges this worker received
             self._queue_ranges(data)
         elif s % 2 == 1:
-            self._answer(data)
+            with self.clock("kernel_us"):
+                self._answer(data)
         else:
             self._requester(s // 2, data)
         return self.output(self.tokens, self.payloads, final)
@@ -163,20 +166,24 @@ class _BalancedStage(StageBase):
         if j == 0:
             return self._seed()
         if phase == 0:
-            items, first, last = take_window(job, self.p, Ranges.empty(j))
+            with self.clock("io_us"):
+                items, first, last = take_window(job, self.p, Ranges.empty(j))
             state = _open_ranges(items, first, last)
             self.add("held_prefixes", len(items.prefix))
         else:
-            with np.load(job.state_path(self.p, self.stage - 2)) as saved:
+            with self.clock("io_us"), np.load(job.state_path(self.p, self.stage - 2)) as saved:
                 state = dict(saved)
             width = 2 if self.steps[phase - 1] == COUNT else 1
             answers, n = _gather_answers(data, state["lookup_dest"], job.workers, width)
             self.add("received_answers", n)
-            state = self._apply(self.steps[phase - 1], phase - 1, state, answers[state["lookup_inverse"]])
+            with self.clock("kernel_us"):
+                state = self._apply(self.steps[phase - 1], phase - 1, state, answers[state["lookup_inverse"]])
         self.add("held_candidates", len(state.get("value", state.get("lookup_item", ()))))
         if phase < len(self.steps):
-            self._request(self.steps[phase], phase, state)
-            _save_state(job.state_path(self.p, self.stage), state)
+            with self.clock("kernel_us"):
+                self._request(self.steps[phase], phase, state)
+            with self.clock("io_us"):
+                _save_state(job.state_path(self.p, self.stage), state)
         elif job.last_level:
             self._count_matches(state)
         else:

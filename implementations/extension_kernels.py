@@ -8,14 +8,15 @@ update batch, rows 2, 3 those before it. Static indices pass an empty overlay. A
 FORWARD, REVERSE or BOTH plus 3 * view (0: current, 1: old). BOTH reads reverse ++ forward, which is
 sorted because reverse neighbours rank below the key and forward ones above it.
 
-Every lookup is a binary search, so a probe into a hub's list costs log(degree), never a scan, and
-a prefix's count is the size of the sub-range its order constraints leave (above/below earlier values)."""
+A lookup is a binary search, so a probe into a hub's list costs log(degree), never a scan, and a
+prefix's count is the size of the sub-range its order constraints leave (above/below earlier values).
+Intersections use csr's adaptive kernel, the one local-gj uses: merge, or gallop the smaller side."""
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from .csr import contains, lower_bound
+from .csr import contains, intersect, lower_bound
 
 FORWARD, REVERSE, BOTH = 0, 1, 2
 INT32_MAX = 2**31 - 1
@@ -184,52 +185,66 @@ def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last,
 
 
 @njit(cache=True)
+def _narrow_part(ix, values, bs, be, changes, sign, cs, ce, cands, src, n, dst, work):
+    """cands[src:src+n] ∩ one part of a list, written from cands[dst] on (dst <= src): the adaptive
+    intersection when the key has no changes, else a membership test per candidate."""
+    if cs == ce:
+        return intersect(cands, src, src + n, values, bs, be, cands[dst:], True, work)
+    w = 0
+    for t in range(src, src + n):
+        c = cands[t]
+        if _member(values, bs, be, changes, sign, cs, ce, c):
+            cands[dst + w] = c
+            w += 1
+    work[1] += n
+    return w
+
+
+@njit(cache=True)
+def _narrow(ix, g, kind, k, cands, src, n, dst, work):
+    """cands[src:src+n] ∩ k's list (positions g from list_ranges), written from cands[dst] on. BOTH is
+    reverse ++ forward split at k, so the candidates below k meet the reverse part, those above it
+    the forward part."""
+    if kind == FORWARD:
+        return _narrow_part(ix, ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], cands, src, n, dst, work)
+    if kind == REVERSE:
+        return _narrow_part(ix, ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], cands, src, n, dst, work)
+    split = lower_bound(cands, src, src + n, k)
+    w = _narrow_part(ix, ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], cands, src, split - src, dst, work)
+    return w + _narrow_part(ix, ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], cands, split, src + n - split, dst + w, work)
+
+
+@njit(cache=True)
 def intersect_items(p, workers, ix, level, prefix, mask, lengths, values,
                     rel_count, rel_pos, rel_kind):
-    """Intersect: drop the candidates missing from any relation in `mask` whose key this worker owns
-    (one binary search per candidate and relation). Compacts `values` in place; returns (kept, probes)."""
+    """Intersect: narrow each item's candidates by every relation in `mask` whose key this worker
+    owns, with the adaptive intersection of csr (merge, or gallop when one side is much smaller).
+    Compacts `values` in place; returns (kept, probes): a probe is a candidate tested against one
+    relation, so a candidate one relation rejects is not probed by the next (as GJ counts them)."""
     read = 0
     write = 0
     probes = 0
-    ranges = np.zeros((rel_count[level], 8), dtype=np.int64)  # list_ranges positions of each local relation
+    work = np.zeros(2, dtype=np.int64)
     for i in range(prefix.shape[0]):
         n = lengths[i]
         mk = mask[i]
+        src = read
+        kept = n
         local = 0
         for r in range(rel_count[level]):
-            if mk & (1 << r):
+            if mk & (1 << r) and part(prefix[i, rel_pos[level, r]], workers) == p:
+                local |= 1 << r
                 k = prefix[i, rel_pos[level, r]]
-                if part(k, workers) == p:
-                    local |= 1 << r
-                    g = list_ranges(ix, (rel_kind[level, r] // 3) * 3 + BOTH, k, 0, INT32_MAX)
-                    for q in range(8):
-                        ranges[r, q] = g[q]
-        start = write
-        if local == 0:
+                g = list_ranges(ix, (rel_kind[level, r] // 3) * 3 + BOTH, k, 0, INT32_MAX)
+                probes += kept
+                kept = _narrow(ix, g, rel_kind[level, r] % 3, k, values, src, kept, write, work)
+                src = write
+        if src != write:  # no local relation: move the candidates down unchanged
             for t in range(n):
-                values[write] = values[read + t]
-                write += 1
-        else:
-            for t in range(n):
-                c = values[read + t]
-                keep = True
-                for r in range(rel_count[level]):
-                    if local & (1 << r):
-                        probes += 1
-                        kind = rel_kind[level, r] % 3
-                        k = prefix[i, rel_pos[level, r]]
-                        if kind == FORWARD or (kind == BOTH and c > k):
-                            hit = _member(ix[2], ranges[r, 4], ranges[r, 5], ix[6], ix[8], ranges[r, 6], ranges[r, 7], c)
-                        else:
-                            hit = _member(ix[3], ranges[r, 0], ranges[r, 1], ix[7], ix[9], ranges[r, 2], ranges[r, 3], c)
-                        if not hit:
-                            keep = False
-                            break
-                if keep:
-                    values[write] = c
-                    write += 1
+                values[write + t] = values[read + t]
         read += n
-        lengths[i] = write - start
+        write += kept
+        lengths[i] = kept
         mask[i] = mk & ~local
     return write, probes
 

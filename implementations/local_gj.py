@@ -1,6 +1,7 @@
 """`local-gj`: the COST baseline (§5.2.1). A native single-threaded Generic Join on the driver:
-degree-ordered ids, sorted CSR adjacency, candidates from the smallest list, binary-search probes
-into the others (so a hub's list is never scanned), counting the last level without materialising it."""
+degree-ordered ids, sorted CSR adjacency, each level's candidates intersected from its lists
+(merge when sizes are comparable, galloping when one is much smaller, so a hub's list is never
+scanned), candidate sets carried down to the next level, the last level counted without listing it."""
 from __future__ import annotations
 
 import time
@@ -9,25 +10,75 @@ import numpy as np
 from numba import njit
 
 from .base import Implementation, Outcome, RunCancelled
-from .csr import build_csr, vertex_ranks, contains as _contains, lower_bound as _lower_bound
+from .csr import build_csr, contains as _contains, dense_vertices, intersect, lower_bound as _lower_bound, vertex_ranks
 from .plan import ExtensionPlan
 
 
 @njit(cache=True, nogil=True)
+def _same_relation(rel_pos, rel_kind, j, s, i, r):
+    return rel_pos[j, s] == rel_pos[i, r] and rel_kind[j, s] == rel_kind[i, r]
+
+
+@njit(cache=True, nogil=True)
+def level_plan(rel_count, rel_pos, rel_kind, above, below, differ, loop):
+    """Per level j: `carry[j]`, whether level j's candidates are level j-1's narrowed by more lists
+    (every relation of j-1 binds j too, keyed the same way, and every lower bound of j-1 holds at j);
+    `extra[j, :extra_count[j]]`, the relations of j still to intersect; `checked[j]`, whether a
+    candidate needs a per-value test (below, differ, self-loop) after the lists and lower bounds."""
+    m = rel_count.shape[0]
+    carry = np.zeros(m, np.bool_)
+    checked = np.zeros(m, np.bool_)
+    extra = np.zeros(rel_pos.shape, np.int64)
+    extra_count = np.zeros(m, np.int64)
+    for j in range(m):
+        checked[j] = loop[j]
+        for p in range(j):
+            checked[j] = checked[j] or below[j, p] or differ[j, p]
+        if j >= 2:
+            ok = True
+            for r in range(rel_count[j - 1]):
+                found = False
+                for s in range(rel_count[j]):
+                    found = found or _same_relation(rel_pos, rel_kind, j, s, j - 1, r)
+                ok = ok and found
+            for p in range(j - 1):
+                ok = ok and (above[j, p] or not above[j - 1, p])
+            carry[j] = ok
+        for s in range(rel_count[j]):
+            inherited = False
+            if carry[j]:
+                for r in range(rel_count[j - 1]):
+                    inherited = inherited or _same_relation(rel_pos, rel_kind, j, s, j - 1, r)
+            if not inherited:
+                extra[j, extra_count[j]] = s
+                extra_count[j] += 1
+    return carry, extra, extra_count, checked
+
+
+@njit(cache=True, nogil=True)
 def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below, differ, loop, loop_kind, limit, out, work,
-                 first_lo, first_hi, found_before):
-    """Count matches whose first position lies in [first_lo, first_hi); write the first matches into out[found_before:limit] (in attribute-order positions).
+                 first_lo, first_hi, found_before, buf):
+    """Count matches whose first position lies in [first_lo, first_hi); write the first matches into
+    out[found_before:limit] (in attribute-order positions).
 
     Level j binds position j. rel_*[j, :rel_count[j]] are the relations (bound position, index) that
     bind it; above/below/differ[j, p] say the value must be >, < or != the one at position p; loop[j]
     requires a self-loop, looked up in index loop_kind. offsets/values are (K, n + 1) and (K, *)
-    arrays of K indices. Adds candidates examined and membership probes to work[0] and work[1].
+    arrays of K indices; buf is (m, longest list) scratch (`scratch`). A level's candidates are the intersection of its lists from their lower
+    bound on, smallest list first (csr.intersect: merge or gallop by size), or the previous level's
+    candidates narrowed by its new lists; the last level is counted without being listed when no
+    match is written. Adds candidates examined to work[0] and list elements stepped over to work[1].
     It holds no Python objects and releases the GIL, so the harness's threads run beside it."""
     m = rel_count.shape[0]
+    carry, extra, extra_count, checked = level_plan(rel_count, rel_pos, rel_kind, above, below, differ, loop)
     vals = np.zeros(m, dtype=np.int64)
     pos = np.zeros(m, dtype=np.int64)
     end = np.zeros(m, dtype=np.int64)
-    kind = np.zeros(m, dtype=np.int64)
+    begin = np.zeros(m, dtype=np.int64)
+    src = np.zeros(m, dtype=np.int64)  # candidates of level j: values[src] if src >= 0, else buf[-src - 1]
+    order = np.zeros(rel_pos.shape[1], dtype=np.int64)
+    sizes = np.zeros(rel_pos.shape[1], dtype=np.int64)
+    listing = limit > 0
     count = 0
     j = 0
     pos[0], end[0] = first_lo, first_hi
@@ -37,23 +88,21 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
             if j >= 0:
                 pos[j] += 1
             continue
-        c = pos[j] if j == 0 else values[kind[j], pos[j]]
+        if j == 0:
+            c = pos[0]
+        elif src[j] >= 0:
+            c = values[src[j], pos[j]]
+        else:
+            c = buf[-src[j] - 1, pos[j]]
         work[0] += 1
         ok = True
-        for p in range(j):
-            if (above[j, p] and c <= vals[p]) or (below[j, p] and c >= vals[p]) or (differ[j, p] and c == vals[p]):
-                ok = False
-                break
-        if ok and loop[j]:
-            work[1] += 1
-            ok = _contains(values[loop_kind], offsets[loop_kind, c], offsets[loop_kind, c + 1], c)
-        if ok and j > 0:
-            for r in range(1, rel_count[j]):  # relation 0 proposed the candidate
-                k, key = rel_kind[j, r], vals[rel_pos[j, r]]
-                work[1] += 1
-                if not _contains(values[k], offsets[k, key], offsets[k, key + 1], c):
+        if checked[j]:
+            for p in range(j):
+                if (below[j, p] and c >= vals[p]) or (differ[j, p] and c == vals[p]):
                     ok = False
                     break
+            if ok and loop[j]:
+                ok = _contains(values[loop_kind], offsets[loop_kind, c], offsets[loop_kind, c + 1], c)
         if not ok:
             pos[j] += 1
             continue
@@ -64,25 +113,64 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
             count += 1
             pos[j] += 1
             continue
-        # Enter level j + 1: propose from the relation with the fewest candidates.
+        # Level nj's candidates: [lo, hi) of values[s] (s >= 0) or of buf[-s - 1].
         nj = j + 1
-        best, best_size = 0, -1
-        for r in range(rel_count[nj]):
-            k, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
-            size = offsets[k, key + 1] - offsets[k, key]
-            if best_size < 0 or size < best_size:
-                best, best_size = r, size
-        if best != 0:  # keep the proposer first so the probe loop can skip it
-            rel_pos[nj, 0], rel_pos[nj, best] = rel_pos[nj, best], rel_pos[nj, 0]
-            rel_kind[nj, 0], rel_kind[nj, best] = rel_kind[nj, best], rel_kind[nj, 0]
-        k, key = rel_kind[nj, 0], vals[rel_pos[nj, 0]]
-        start, stop = offsets[k, key], offsets[k, key + 1]
-        for p in range(nj):  # sorted candidates: jump straight past the lower bounds
+        floor = 0
+        for p in range(nj):
             if above[nj, p]:
-                start = max(start, _lower_bound(values[k], start, stop, vals[p] + 1))
-        kind[nj], pos[nj], end[nj] = k, start, stop
+                floor = max(floor, vals[p] + 1)
+        k_extra = extra_count[nj]
+        for e in range(k_extra):  # the new lists, trimmed to the floor, in order of size
+            r = extra[nj, e]
+            kind, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
+            sizes[e] = offsets[kind, key + 1] - _lower_bound(values[kind], offsets[kind, key], offsets[kind, key + 1], floor)
+            order[e] = r
+            q = e
+            while q > 0 and sizes[q] < sizes[q - 1]:
+                sizes[q], sizes[q - 1] = sizes[q - 1], sizes[q]
+                order[q], order[q - 1] = order[q - 1], order[q]
+                q -= 1
+        first = 0
+        if carry[nj]:
+            s = src[j]
+            arr = values[s] if s >= 0 else buf[-s - 1]
+            # Values up to c = vals[j] cannot follow it when nj must exceed it: skip them outright.
+            lo = _lower_bound(arr, pos[j] + 1 if above[nj, j] else begin[j], end[j], floor)
+            hi = end[j]
+        else:
+            r = order[0]
+            kind, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
+            s = kind
+            hi = offsets[kind, key + 1]
+            lo = hi - sizes[0]
+            first = 1
+        last = nj == m - 1 and not listing and not checked[nj]
+        for e in range(first, k_extra):
+            if hi <= lo:
+                break
+            r = order[e]
+            kind, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
+            b_hi = offsets[kind, key + 1]
+            arr = values[s] if s >= 0 else buf[-s - 1]
+            store = not (last and e == k_extra - 1)
+            found = intersect(arr, lo, hi, values[kind], b_hi - sizes[e], b_hi, buf[nj], store, work)
+            s, lo, hi = -nj - 1, 0, found
+            if not store:
+                break
+        if last:
+            count += max(0, hi - lo)
+            work[0] += max(0, hi - lo)
+            pos[j] += 1
+            continue
+        src[nj], begin[nj], pos[nj], end[nj] = s, lo, lo, hi
         j = nj
     return count
+
+
+def scratch(offsets: np.ndarray, m: int) -> np.ndarray:
+    """generic_join's per-level candidate buffers: m rows as long as the longest list."""
+    longest = int(np.diff(offsets, axis=1).max()) if offsets.shape[1] > 1 else 0
+    return np.empty((m, max(1, longest)), dtype=np.int64)
 
 
 def warm_up() -> None:
@@ -99,9 +187,9 @@ def warm_up() -> None:
     out = np.zeros((1, 3), dtype=np.int64)
     work = np.zeros(2, dtype=np.int64)
     found = generic_join(3, offsets, values, rel_count, rel_pos, rel_kind, above, none, ~above, np.ones(3, np.bool_),
-                         0, 1, out, work, 0, 3, 0)
-    found += generic_join(3, offsets, values, rel_count, rel_pos.copy(), rel_kind.copy(), above, none, none,
-                          np.zeros(3, np.bool_), 0, 1, out, work, 0, 3, 0)
+                         0, 1, out, work, 0, 3, 0, scratch(offsets, 3))
+    found += generic_join(3, offsets, values, rel_count, rel_pos, rel_kind, above, none, none,
+                          np.zeros(3, np.bool_), 0, 0, out, work, 0, 3, 0, scratch(offsets, 3))
     if found != 1:
         raise RuntimeError(f"generic_join self-check found {found} triangles in a triangle")
 
@@ -111,51 +199,58 @@ CHUNK_S = 0.25  # seconds per kernel call: the longest a timed-out run keeps goi
 
 class LocalGenericJoin(Implementation):
     name = "local-gj"
+    driver_edges = True
     description = "native single-threaded Generic Join (numba) on the driver: the COST baseline"
 
     def prepare(self) -> None:
-        table = self.ctx.edges.toArrow()
-        src = table.column("src").to_numpy().astype(np.int64)
-        dst = table.column("dst").to_numpy().astype(np.int64)
-        ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
-        undirected = self.ctx.spec.semantics == "undirected"
-        rank = vertex_ranks(ids, np.bincount(inverse, minlength=len(ids)) if undirected else None)
-        self.ids = ids[np.argsort(rank)]
-        s, d = rank[inverse[: len(src)]], rank[inverse[len(src):]]
+        self.plan = ExtensionPlan.from_spec(self.ctx.spec)
+        self.plan.require_connected_order(self.ctx.spec)  # every position after the first is proposed by a relation
+        p = self.plan
+        used = {int(k) for j in range(p.m) for k in p.rel_kind[j, : p.rel_count[j]]} | ({0} if p.loop.any() else set())
+        s, d, ids = dense_vertices(*self.ctx.graph.edge_arrays())
         n = len(ids)
-        if undirected:
-            lo, hi = np.minimum(s, d), np.maximum(s, d)
-            indices = [build_csr(lo, hi, n), build_csr(hi, lo, n), build_csr(np.concatenate([lo, hi]), np.concatenate([hi, lo]), n)]
-        else:
-            indices = [build_csr(s, d, n), build_csr(d, s, n)]
-            indices.append(indices[0])
-        width = max(len(v) for _, v in indices)
+        undirected = self.ctx.spec.semantics == "undirected"
+        self.degree = np.bincount(s, minlength=n) + np.bincount(d, minlength=n)
+        rank = vertex_ranks(ids, self.degree if undirected else None)
+        self.ids = np.empty(n, dtype=np.int64)
+        self.ids[rank] = ids
+        self.degree[rank] = self.degree.copy()
+        s, d = rank[s], rank[d]
+        if undirected:  # FORWARD lower rank -> higher, REVERSE back, BOTH every neighbour
+            s, d = np.minimum(s, d), np.maximum(s, d)
+        keys = {0: (s, d), 1: (d, s), 2: (np.concatenate([s, d]), np.concatenate([d, s])) if undirected else (s, d)}
+        # Only the lists the plan reads (a triangle reads FORWARD alone), each built by counting sorts.
+        indices = [build_csr(*keys[k], n) if k in used else (np.zeros(n + 1, np.int64), np.zeros(0, np.int64))
+                   for k in range(3)]
         self.offsets = np.stack([o for o, _ in indices])
-        self.values = np.zeros((3, max(width, 1)), dtype=np.int64)
+        self.values = np.zeros((3, max(1, max(len(v) for _, v in indices))), dtype=np.int64)
         for i, (_, v) in enumerate(indices):
             self.values[i, : len(v)] = v
         self.n = n
-        self.plan = ExtensionPlan.from_spec(self.ctx.spec)
-        self.plan.require_connected_order(self.ctx.spec)  # every position after the first is proposed by a relation
 
     def _run(self, limit: int) -> tuple[int, np.ndarray, np.ndarray]:
         """The kernel over slices of first-position vertices, sized to take about CHUNK_S each, so a
-        timed-out run stops within a slice (ctx.cancelled) instead of running on for hours."""
+        timed-out run stops within a slice (ctx.cancelled) instead of running on for hours. A slice
+        is sized by estimated work, 1 + degree² per vertex, at the rate the last slice ran: work per
+        vertex climbs steeply towards the high-degree end of the ranking, a vertex count would not."""
         m = len(self.ctx.spec.attribute_order)
         out = np.zeros((max(limit, 0), m), dtype=np.int64)
         work = np.zeros(2, dtype=np.int64)
         p = self.plan
-        rel_pos, rel_kind = p.rel_pos.copy(), p.rel_kind.copy()
-        count, lo, width = 0, 0, 64
+        buf = scratch(self.offsets, m)
+        degree = self.degree.astype(np.float64)
+        estimate = np.concatenate([[0.0], np.cumsum(1.0 + degree * degree)])
+        count, lo, rate = 0, 0, 1e6  # estimated work per second; the first slice is a short probe
         while lo < self.n:
             if self.ctx.cancelled.is_set():
                 raise RunCancelled(f"local-gj stopped at vertex {lo:,} of {self.n:,}")
-            hi = min(self.n, lo + width)
+            target = estimate[lo] + max(1.0, rate * CHUNK_S)
+            hi = min(self.n, max(lo + 1, int(np.searchsorted(estimate, target, side="right")) - 1))
             started = time.perf_counter()
-            count += generic_join(self.n, self.offsets, self.values, p.rel_count, rel_pos, rel_kind,
-                                  p.above, p.below, p.differ, p.loop, 0, limit, out, work, lo, hi, count)
-            took = time.perf_counter() - started
-            width = width * 2 if took < CHUNK_S / 2 else max(1, width // 2) if took > CHUNK_S * 2 else width
+            count += generic_join(self.n, self.offsets, self.values, p.rel_count, p.rel_pos, p.rel_kind,
+                                  p.above, p.below, p.differ, p.loop, 0, limit, out, work, lo, hi, count, buf)
+            took = max(time.perf_counter() - started, 1e-4)
+            rate = min(rate * 4, (estimate[hi] - estimate[lo]) / took)  # grow at most 4x per slice
             lo = hi
         return int(count), out, work
 

@@ -13,6 +13,8 @@ upper bound and items often arrive early. BiGJoin schedules these jobs; its vari
 from __future__ import annotations
 
 import os
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,9 +30,11 @@ FIELDS = ("stage", "worker", "received_prefixes", "received_candidates", "receiv
           "received_ranges", "sent_prefixes", "sent_candidates", "sent_remote_prefixes", "sent_remote_candidates",
           "sent_lookups", "sent_remote_lookups", "sent_remote_answers", "sent_remote_ranges", "lookups_aggregated",
           "held_prefixes", "held_candidates", "count_lookups", "proposals", "probes", "produced", "counted",
-          "queued_rows", "queued_work", "group", "attempt")
+          "queued_rows", "queued_work", "group", "attempt", "kernel_us", "pack_us", "io_us")
 RECEIVED = tuple(name for name in FIELDS if name.startswith("received_"))
 F = {name: i for i, name in enumerate(FIELDS)}
+# The tasks' own clocks, in microseconds: Spark's executor CPU time does not see the Python worker.
+PYTHON_CLOCKS = ("kernel_us", "pack_us", "io_us")
 INT32_MAX = 2**31 - 1
 
 
@@ -104,7 +108,9 @@ class ExtensionJob:
                 keys = keys[np.isin(keys, stage.loops)]
             prefixes = Prefixes.fresh(keys.reshape(-1, 1), int(plan.rel_count[1]))
             return stage.run(Candidates.empty(0), prefixes, final)
-        return stage.run(stage.propose(self.window(p)), Prefixes.empty(self.level + 1), final)
+        with stage.clock("io_us"):
+            window = self.window(p)
+        return stage.run(stage.propose(window), Prefixes.empty(self.level + 1), final)
 
     def window(self, p: int) -> tuple:
         """(items, first, last): the queued prefixes worker p proposes for in this job; see take_window."""
@@ -114,9 +120,10 @@ class ExtensionJob:
         """Stage `number` at worker p on the (kind, meta, arrays) blobs it received."""
         stage = Stage(self, number, p)
         cands, prefixes = [], []
-        for kind, meta, arrays in blobs:
-            if not stage.side_input(kind, meta, arrays):
-                (cands if kind == CANDIDATES else prefixes).append(unpack_items(kind, meta, arrays))
+        with stage.clock("pack_us"):
+            for kind, meta, arrays in blobs:
+                if not stage.side_input(kind, meta, arrays):
+                    (cands if kind == CANDIDATES else prefixes).append(unpack_items(kind, meta, arrays))
         stage.add("received_prefixes", sum(len(c.prefix) for c in cands) + sum(len(x.prefix) for x in prefixes))
         stage.add("received_candidates", sum(len(c.values) for c in cands))
         return stage.run(_concat(cands, Candidates.empty(self.level)), _concat(prefixes, Prefixes.empty(self.level + 1)), final)
@@ -322,9 +329,21 @@ class StageBase:
     def add(self, name: str, value) -> None:
         self.record[F[name]] += int(value)
 
+    @contextmanager
+    def clock(self, name: str):
+        """Adds the block's wall time to the `name` clock (one of PYTHON_CLOCKS)."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.record[F[name]] += int((time.perf_counter() - started) * 1e6)
+
     def queue(self, items: _Items) -> None:
         path = self.job.chunk_path(self.job.level + 1, self.p, self.stage, int(self.record[F["attempt"]]))
-        write_file(path, pack_items(items, self.p, self.job.group))
+        with self.clock("pack_us"):
+            blob = pack_items(items, self.p, self.job.group)
+        with self.clock("io_us"):
+            write_file(path, blob)
         self.add("queued_rows", len(items.prefix))
         self.add("queued_work", items.work().astype(np.int64).sum())
 
@@ -359,15 +378,17 @@ class Stage(StageBase):
 
     def __init__(self, job: ExtensionJob, stage: int, p: int):
         super().__init__(job, stage, p)
-        self.ix, self.loops = job.load_index(p)
+        with self.clock("io_us"):
+            self.ix, self.loops = job.load_index(p)
 
     def propose(self, window: tuple) -> Candidates:
         """Candidates for the positions [first, last) of the window's queued prefixes' smallest lists."""
         job, plan, j = self.job, self.job.plan, self.job.level
         items, first, last = window
-        lengths, values = propose_items(self.p, job.workers, self.ix, self.loops, j, items.prefix, items.min_rel,
-                                        first, last, plan.rel_pos, plan.rel_kind, plan.above, plan.below,
-                                        plan.differ, plan.loop)
+        with self.clock("kernel_us"):
+            lengths, values = propose_items(self.p, job.workers, self.ix, self.loops, j, items.prefix, items.min_rel,
+                                            first, last, plan.rel_pos, plan.rel_kind, plan.above, plan.below,
+                                            plan.differ, plan.loop)
         self.add("proposals", len(values))
         full = (1 << int(plan.rel_count[j])) - 1
         return Candidates(items.prefix, (full & ~(1 << items.min_rel)).astype(np.int32), lengths, values)
@@ -378,9 +399,9 @@ class Stage(StageBase):
         self.add("held_candidates", len(cands.values))
         # Intersect (level j) with every pending relation this worker owns.
         if j > 0 and len(cands.prefix):
-            kept, probes = intersect_items(p, job.workers, self.ix, j, cands.prefix,
-                                           cands.mask, cands.lengths, cands.values, plan.rel_count, plan.rel_pos,
-                                           plan.rel_kind)
+            with self.clock("kernel_us"):
+                kept, probes = intersect_items(p, job.workers, self.ix, j, cands.prefix, cands.mask, cands.lengths,
+                                               cands.values, plan.rel_count, plan.rel_pos, plan.rel_kind)
             cands.values = cands.values[:kept]
             self.add("probes", probes)
             alive = np.flatnonzero(cands.lengths > 0)
@@ -401,9 +422,10 @@ class Stage(StageBase):
                 prefixes = _concat([prefixes, Prefixes.fresh(new, int(plan.rel_count[j + 1]))], Prefixes.empty(j + 1))
         # Count (level j + 1) against every pending relation this worker owns; drop empty extensions.
         if len(prefixes.prefix):
-            lookups = count_items(p, job.workers, self.ix, j + 1, prefixes.prefix,
-                                  prefixes.mask, prefixes.min_rel, prefixes.min_count, plan.rel_count, plan.rel_pos,
-                                  plan.rel_kind, plan.above, plan.below)
+            with self.clock("kernel_us"):
+                lookups = count_items(p, job.workers, self.ix, j + 1, prefixes.prefix, prefixes.mask, prefixes.min_rel,
+                                      prefixes.min_count, plan.rel_count, plan.rel_pos, plan.rel_kind, plan.above,
+                                      plan.below)
             self.add("count_lookups", lookups)
             prefixes = prefixes.take(np.flatnonzero(prefixes.min_count > 0))
         dest_p = next_owner(job.workers, j + 1, prefixes.prefix, prefixes.mask, prefixes.min_rel, plan.rel_pos)
@@ -431,9 +453,10 @@ class Stage(StageBase):
                 if q != self.p:
                     self.add("sent_remote_prefixes", len(sel))
                     self.add("sent_remote_candidates", n_cands)
-                for piece in _split(part):
-                    tokens.append(int(job.tokens[q]))
-                    payloads.append(pack_items(piece, q, job.group))
+                with self.clock("pack_us"):
+                    for piece in _split(part):
+                        tokens.append(int(job.tokens[q]))
+                        payloads.append(pack_items(piece, q, job.group))
         return self.output(tokens, payloads, final)
 
 

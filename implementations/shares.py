@@ -24,7 +24,7 @@ from . import exchange, hypercube
 from .base import Implementation, Outcome
 from .csr import build_csr
 from .distributed_index import rank_vertices
-from .local_gj import generic_join
+from .local_gj import generic_join, scratch
 from .plan import BOTH, FORWARD, REVERSE, ExtensionPlan
 
 MATCH_SAMPLE = 5001  # matches each cell keeps during a count, so verifying small results needs no rerun
@@ -53,6 +53,7 @@ class Shares(Implementation):
         self.relations += [hypercube.Relation(f"{order[j]}-{order[j]}", (order[j],), loop_rows) for j in self.loop_positions]
         self.allocation = hypercube.allocate(order, self.relations, self.ctx.workers)
         self._sample = None
+        self._python_us = np.zeros(3, np.int64)
 
     def _rank_edges(self) -> tuple[DataFrame, np.ndarray | None, int, int]:
         """(edges, rank -> id, edge rows, self-loop rows). Undirected graphs are relabelled by
@@ -131,9 +132,11 @@ class Shares(Implementation):
                 .collect())
         empty = np.zeros(len(self.relations), np.int64), np.zeros(2, np.int64), np.zeros((0, self.plan.m), np.int64)
         result = {c: (c, 0, 0, 0.0, *empty) for c in range(cells)}  # a task may skip an empty partition
+        self._python_us = np.zeros(3, np.int64)  # kernel (build + join), unpack, reading the shuffle
         for row in rows:
-            _, cell, (count, vertices, micros), (received, work, matches) = exchange.unpack(row.payload)
-            result[cell] = (cell, count, vertices, micros / 1e6, received, work, matches.reshape(-1, self.plan.m))
+            _, cell, (count, vertices, join_us, build_us, unpack_us, read_us), (received, work, matches) = exchange.unpack(row.payload)
+            result[cell] = (cell, count, vertices, join_us / 1e6, received, work, matches.reshape(-1, self.plan.m))
+            self._python_us += (join_us + build_us, unpack_us, read_us)
         return [result[c] for c in range(cells)]
 
     # ---- the interface --------------------------------------------------------------------------
@@ -174,7 +177,10 @@ class Shares(Implementation):
             "rho_star": rho, "tau_star": tau,
         }
         return Outcome(count=total, counters=counters,
-                       metrics={"shares": dict(alloc.shares), "tuples_shipped": shipped})
+                       metrics={"shares": dict(alloc.shares), "tuples_shipped": shipped,
+                                # Summed over cells, from the tasks' own clocks (the shuffle read includes waiting for it).
+                                "python_task_s": {k: round(int(v) / 1e6, 3)
+                                                  for k, v in zip(("kernel", "pack", "io"), self._python_us)}})
 
     def matches(self, limit: int) -> list[tuple]:
         total, cells = self._sample if self._sample else (None, None)
@@ -197,15 +203,24 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
     def join(iterator):
         cell = exchange.current_partition()
         parts = []
+        clock = [time.perf_counter()]  # the task's own clocks: reading its shuffle input, unpacking, the kernels
+
+        def lap() -> int:
+            now = time.perf_counter()
+            micros, clock[0] = int((now - clock[0]) * 1e6), now
+            return micros
+
         for b in iterator:
             if len(b) and not (b.column(0).to_numpy() == tokens[cell]).all():
                 raise ExecutionError(f"tuples for another cell arrived at cell {cell}: routing tokens are stale")
             parts.append((b.column(1).to_numpy(), b.column(2).to_numpy(), b.column(3).to_numpy()))
+        read_us = lap()
         relation, early, late = (np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, np.int64) for i in range(3))
         received = np.bincount(relation, minlength=relations).astype(np.int64)
         ids = np.unique(np.concatenate([early, late]))
         early, late = np.searchsorted(ids, early), np.searchsorted(ids, late)
         n = len(ids)
+        unpack_us = lap()
         # One index per non-loop relation, keyed by its early attribute; all self-loops in one more.
         index = [build_csr(early[relation == i], late[relation == i], n) for i in range(atoms)]
         index.append(build_csr(early[relation >= atoms], late[relation >= atoms], n))
@@ -215,11 +230,12 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
             values[i, :len(v)] = v
         out = np.zeros((limit, plan.m), dtype=np.int64)
         work = np.zeros(2, dtype=np.int64)
-        start = time.perf_counter()
-        count = generic_join(n, offsets, values, plan.rel_count, plan.rel_pos.copy(), plan.rel_atom.copy(),
-                             plan.above, plan.below, plan.differ, plan.loop, atoms, limit, out, work, 0, n, 0)
-        micros = int((time.perf_counter() - start) * 1e6)
+        build_us = lap()
+        count = generic_join(n, offsets, values, plan.rel_count, plan.rel_pos, plan.rel_atom,
+                             plan.above, plan.below, plan.differ, plan.loop, atoms, limit, out, work, 0, n, 0,
+                             scratch(offsets, plan.m))
+        join_us = lap()
         found = ids[out[:min(count, limit)]].ravel()
-        meta = (int(count), n, micros)
+        meta = (int(count), n, join_us, build_us, unpack_us, read_us)
         yield exchange.blobs_batch([cell], [exchange.pack(_CELL, cell, [received, work, found], meta)])
     return join

@@ -95,6 +95,9 @@ def test_index_is_built_once_per_graph_and_reused(runner):
     assert first["metrics"]["index_reused"] is False and second["metrics"]["index_reused"] is True
     assert second["logical"]["index"]["reused"] is True
     assert second["metrics"]["index_s"] < first["metrics"]["index_s"]
+    t = first["metrics"]["time_breakdown"]["query"]  # the tasks' Python clocks sit inside their run time
+    assert t["python_task_s"]["kernel"] > 0 and t["python_task_s"]["pack"] > 0 and t["python_task_s"]["io"] > 0
+    assert sum(t["python_task_s"].values()) <= t["executor_run_s"] * 1.1 + 0.1
 
 
 def test_bad_batch_is_a_data_error(runner):

@@ -43,6 +43,25 @@ def test_record_schema_and_spark_counters(runner):
     assert m["wall_s"] >= m["query_s"] and m["peak_exec_memory_bytes"] > 0
     ds = record["dataset"]
     assert ds["edges"] > 0 and ds["vertices"] > 0 and len(ds["sha256"]) == 64
+    t = m["time_breakdown"]["query"]  # units: Spark's CPU and shuffle-write times are ns, the rest ms
+    assert t["wall_s"] == m["query_s"] and 0 < t["critical_path_s"] <= t["wall_s"]
+    assert abs(t["critical_path_s"] + t["scheduling_s"] - t["wall_s"]) < 1e-3
+    assert 0 < t["executor_cpu_s"] <= t["executor_run_s"] * 1.05 + 0.05
+    assert 0 < t["shuffle_write_s"] <= t["executor_run_s"] + 0.05 and t["stages"] >= m["rounds"]
+
+
+def test_spark_floor_repeats_the_phase_shape_with_empty_jobs(runner):
+    """spark_floor times empty jobs with the stages of each job of the run's phase, W tasks each."""
+    record = runner.run(RunRequest("triangle", "rmat:scale=8,ef=6,seed=3", "bigjoin", oracle="networkx", spark_floor=True))
+    assert record["status"] == "OK", record.get("error")
+    m = record["metrics"]
+    for phase in ("index", "query"):
+        shape = m["spark_stages_per_job"][phase]
+        assert shape and all(n >= 1 for n in shape)
+        floor = runner._counters.collect([f"{record['run_id']}:floor-{phase}"])
+        assert floor["spark_stages_per_job"][f"floor-{phase}"] == shape
+        assert m["time_breakdown"][phase]["spark_floor_s"] > 0
+    assert sum(m["time_breakdown"]["query"]["python_task_s"].values()) > 0
 
 
 class _OffByOne(BinaryJoin):
