@@ -43,7 +43,9 @@ def _counting_csr(keys, values, n, bound):
 @njit(cache=True)
 def lower_bound(values, start, end, x):
     """First position in the sorted values[start:end] holding a value >= x."""
-    lo, hi = start, end
+    if start >= end or values[start] >= x:  # the common case of a bound below the whole range
+        return start
+    lo, hi = start + 1, end
     while lo < hi:
         mid = (lo + hi) >> 1
         if values[mid] < x:
@@ -94,9 +96,9 @@ GALLOP_RATIO = 16
 
 
 @njit(cache=True, nogil=True)
-def intersect_gallop(a, a_lo, a_hi, b, b_lo, b_hi, out, store, work):
+def intersect_gallop(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, store, work):
     """a[a_lo:a_hi] ∩ b[b_lo:b_hi], each value of a galloped for in b: for a much smaller than b."""
-    k = 0
+    k = out_lo
     j = b_lo
     for i in range(a_lo, a_hi):
         x = a[i]
@@ -109,40 +111,46 @@ def intersect_gallop(a, a_lo, a_hi, b, b_lo, b_hi, out, store, work):
             k += 1
             j += 1
     work[1] += a_hi - a_lo
-    return k
+    return k - out_lo
 
 
 @njit(cache=True, nogil=True)
-def intersect_merge(a, a_lo, a_hi, b, b_lo, b_hi, out, store, work):
+def intersect_merge(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, store, work):
     """a[a_lo:a_hi] ∩ b[b_lo:b_hi] by a branch-free linear merge: for lists of comparable size."""
-    k = 0
+    k = out_lo
     i, j = a_lo, b_lo
     while i < a_hi and j < b_hi:
         x, y = a[i], b[j]
-        if store:
-            out[k] = x
-        k += x == y
-        i += x <= y
-        j += y <= x
+        if x < y:
+            i += 1
+        elif x > y:
+            j += 1
+        else:
+            if store:
+                out[k] = x
+            k += 1
+            i += 1
+            j += 1
     work[1] += (i - a_lo) + (j - b_lo)
-    return k
+    return k - out_lo
 
 
 @njit(cache=True, nogil=True)
-def intersect(a, a_lo, a_hi, b, b_lo, b_hi, out, store, work):
+def intersect(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, store, work):
     """|a[a_lo:a_hi] ∩ b[b_lo:b_hi]| of two sorted duplicate-free ranges, by merge or by galloping
-    the smaller through the larger (GALLOP_RATIO); with `store` the common values go to out[0:],
-    which may be a itself when out[0] lies at or before a[a_lo] (a write never passes a read). Never
-    b: the merge writes a's value before it knows whether it matched, which is harmless only over a.
+    the smaller through the larger (GALLOP_RATIO); with `store` the common values go to out[out_lo:],
+    which may be a itself when out_lo <= a_lo (a write never passes a read). Never b: the merge
+    writes a's value before it knows whether it matched, which is harmless only over a. An output
+    position, not a slice, because a view per call costs reference counting in the hottest loop.
     Adds the elements stepped over to work[1]."""
     na, nb = a_hi - a_lo, b_hi - b_lo
     if na <= 0 or nb <= 0:
         return 0
     if na * GALLOP_RATIO < nb:
-        return intersect_gallop(a, a_lo, a_hi, b, b_lo, b_hi, out, store, work)
+        return intersect_gallop(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, store, work)
     if nb * GALLOP_RATIO < na:  # gallop writes only matches, so out may still be a
-        return intersect_gallop(b, b_lo, b_hi, a, a_lo, a_hi, out, store, work)
-    return intersect_merge(a, a_lo, a_hi, b, b_lo, b_hi, out, store, work)
+        return intersect_gallop(b, b_lo, b_hi, a, a_lo, a_hi, out, out_lo, store, work)
+    return intersect_merge(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, store, work)
 
 
 def dense_vertices(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

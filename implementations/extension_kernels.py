@@ -189,7 +189,7 @@ def _narrow_part(ix, values, bs, be, changes, sign, cs, ce, cands, src, n, dst, 
     """cands[src:src+n] ∩ one part of a list, written from cands[dst] on (dst <= src): the adaptive
     intersection when the key has no changes, else a membership test per candidate."""
     if cs == ce:
-        return intersect(cands, src, src + n, values, bs, be, cands[dst:], True, work)
+        return intersect(cands, src, src + n, values, bs, be, cands, dst, True, work)
     w = 0
     for t in range(src, src + n):
         c = cands[t]

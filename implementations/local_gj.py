@@ -64,18 +64,21 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
     Level j binds position j. rel_*[j, :rel_count[j]] are the relations (bound position, index) that
     bind it; above/below/differ[j, p] say the value must be >, < or != the one at position p; loop[j]
     requires a self-loop, looked up in index loop_kind. offsets/values are (K, n + 1) and (K, *)
-    arrays of K indices; buf is (m, longest list) scratch (`scratch`). A level's candidates are the intersection of its lists from their lower
-    bound on, smallest list first (csr.intersect: merge or gallop by size), or the previous level's
-    candidates narrowed by its new lists; the last level is counted without being listed when no
-    match is written. Adds candidates examined to work[0] and list elements stepped over to work[1].
+    arrays of K indices, both C-contiguous; buf is (m, longest list) scratch (`scratch`). A level's
+    candidates are the intersection of its lists from their lower bound on, smallest list first
+    (csr.intersect: merge or gallop by size), or the previous level's candidates narrowed by its new
+    lists; the last level is counted without being listed when no match is written. Adds candidates examined to work[0] and list elements stepped over to work[1].
     It holds no Python objects and releases the GIL, so the harness's threads run beside it."""
     m = rel_count.shape[0]
     carry, extra, extra_count, checked = level_plan(rel_count, rel_pos, rel_kind, above, below, differ, loop)
+    # Flat views made once: a row view per intersection would cost reference counting per call.
+    flat, row = values.reshape(values.size), values.shape[1]  # index kind's lists start at kind * row
+    cand, width = buf.reshape(buf.size), buf.shape[1]  # level j's buffer starts at j * width
     vals = np.zeros(m, dtype=np.int64)
     pos = np.zeros(m, dtype=np.int64)
     end = np.zeros(m, dtype=np.int64)
     begin = np.zeros(m, dtype=np.int64)
-    src = np.zeros(m, dtype=np.int64)  # candidates of level j: values[src] if src >= 0, else buf[-src - 1]
+    in_buf = np.zeros(m, dtype=np.bool_)  # level j's candidates: cand[begin:end] if set, else flat[begin:end]
     order = np.zeros(rel_pos.shape[1], dtype=np.int64)
     sizes = np.zeros(rel_pos.shape[1], dtype=np.int64)
     listing = limit > 0
@@ -90,10 +93,10 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
             continue
         if j == 0:
             c = pos[0]
-        elif src[j] >= 0:
-            c = values[src[j], pos[j]]
+        elif in_buf[j]:
+            c = cand[pos[j]]
         else:
-            c = buf[-src[j] - 1, pos[j]]
+            c = flat[pos[j]]
         work[0] += 1
         ok = True
         if checked[j]:
@@ -102,7 +105,8 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
                     ok = False
                     break
             if ok and loop[j]:
-                ok = _contains(values[loop_kind], offsets[loop_kind, c], offsets[loop_kind, c + 1], c)
+                base = loop_kind * row
+                ok = _contains(flat, base + offsets[loop_kind, c], base + offsets[loop_kind, c + 1], c)
         if not ok:
             pos[j] += 1
             continue
@@ -113,7 +117,7 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
             count += 1
             pos[j] += 1
             continue
-        # Level nj's candidates: [lo, hi) of values[s] (s >= 0) or of buf[-s - 1].
+        # Level nj's candidates: [lo, hi) of cand (from_buf) or of flat.
         nj = j + 1
         floor = 0
         for p in range(nj):
@@ -123,7 +127,8 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
         for e in range(k_extra):  # the new lists, trimmed to the floor, in order of size
             r = extra[nj, e]
             kind, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
-            sizes[e] = offsets[kind, key + 1] - _lower_bound(values[kind], offsets[kind, key], offsets[kind, key + 1], floor)
+            base = kind * row
+            sizes[e] = base + offsets[kind, key + 1] - _lower_bound(flat, base + offsets[kind, key], base + offsets[kind, key + 1], floor)
             order[e] = r
             q = e
             while q > 0 and sizes[q] < sizes[q - 1]:
@@ -132,16 +137,15 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
                 q -= 1
         first = 0
         if carry[nj]:
-            s = src[j]
-            arr = values[s] if s >= 0 else buf[-s - 1]
+            from_buf = in_buf[j]
             # Values up to c = vals[j] cannot follow it when nj must exceed it: skip them outright.
-            lo = _lower_bound(arr, pos[j] + 1 if above[nj, j] else begin[j], end[j], floor)
+            lo = _lower_bound(cand if from_buf else flat, pos[j] + 1 if above[nj, j] else begin[j], end[j], floor)
             hi = end[j]
         else:
             r = order[0]
             kind, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
-            s = kind
-            hi = offsets[kind, key + 1]
+            from_buf = False
+            hi = kind * row + offsets[kind, key + 1]
             lo = hi - sizes[0]
             first = 1
         last = nj == m - 1 and not listing and not checked[nj]
@@ -150,11 +154,11 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
                 break
             r = order[e]
             kind, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
-            b_hi = offsets[kind, key + 1]
-            arr = values[s] if s >= 0 else buf[-s - 1]
+            b_hi = kind * row + offsets[kind, key + 1]
             store = not (last and e == k_extra - 1)
-            found = intersect(arr, lo, hi, values[kind], b_hi - sizes[e], b_hi, buf[nj], store, work)
-            s, lo, hi = -nj - 1, 0, found
+            found = intersect(cand if from_buf else flat, lo, hi, flat, b_hi - sizes[e], b_hi, cand, nj * width,
+                              store, work)
+            from_buf, lo, hi = True, nj * width, nj * width + found
             if not store:
                 break
         if last:
@@ -162,7 +166,7 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
             work[0] += max(0, hi - lo)
             pos[j] += 1
             continue
-        src[nj], begin[nj], pos[nj], end[nj] = s, lo, lo, hi
+        in_buf[nj], begin[nj], pos[nj], end[nj] = from_buf, lo, lo, hi
         j = nj
     return count
 

@@ -26,7 +26,7 @@ def run(fn, a, b, a_range=None, b_range=None, store=True):
     out = np.full(max(1, min(len(a), len(b))), -7, dtype=np.int64)
     work = np.zeros(2, dtype=np.int64)
     # gallop and merge take the smaller list first only by convention; both must hold either way
-    k = fn(a, a_lo, a_hi, b, b_lo, b_hi, out, store, work)
+    k = fn(a, a_lo, a_hi, b, b_lo, b_hi, out, 0, store, work)
     return k, out[:k]
 
 
@@ -75,16 +75,18 @@ def test_edge_cases(name, case):
 @pytest.mark.parametrize("name", STRATEGIES)
 @pytest.mark.parametrize("sizes", [(400, 2500), (2500, 400), (300, 300), (20, 3000), (3000, 20)])
 @pytest.mark.parametrize("offset", [0, 5])
-def test_writing_over_the_first_input(name, sizes, offset):
-    """Kernels narrow candidates in place: out may be a, starting at or before a's range."""
+@pytest.mark.parametrize("at", ["start", "same"])
+def test_writing_over_the_first_input(name, sizes, offset, at):
+    """Kernels narrow candidates in place: out may be a, from any position at or before a's range."""
+    out_lo = 0 if at == "start" else offset
     rng = np.random.default_rng(sum(sizes) + offset)
     a = sorted_list(rng.integers(0, 3000, sizes[0]))
     b = sorted_list(rng.integers(0, 3000, sizes[1]))
     expected = np.intersect1d(a, b)
     work = np.zeros(2, dtype=np.int64)
     padded = np.concatenate([np.full(offset, -1), a])
-    k = STRATEGIES[name](padded, offset, len(padded), b, 0, len(b), padded, True, work)
-    assert np.array_equal(padded[:k], expected)
+    k = STRATEGIES[name](padded, offset, len(padded), b, 0, len(b), padded, out_lo, True, work)
+    assert np.array_equal(padded[out_lo:out_lo + k], expected)
 
 
 @pytest.mark.parametrize("name", ["merge", "adaptive"])
@@ -92,7 +94,7 @@ def test_writing_over_a_larger_first_input(name):
     """The case that broke when the adaptive intersection swapped its inputs and so wrote over b: the
     merge wrote a non-matching value of the other list over the candidate it was about to compare."""
     a, b = np.array([2, 5, 7, 9], dtype=np.int64), np.array([1, 2], dtype=np.int64)
-    k = STRATEGIES[name](a, 0, 4, b, 0, 2, a, True, np.zeros(2, dtype=np.int64))
+    k = STRATEGIES[name](a, 0, 4, b, 0, 2, a, 0, True, np.zeros(2, dtype=np.int64))
     assert k == 1 and a[0] == 2
 
 
