@@ -116,7 +116,8 @@ def intersect_gallop(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, store, work):
 
 @njit(cache=True, nogil=True)
 def intersect_merge(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, store, work):
-    """a[a_lo:a_hi] ∩ b[b_lo:b_hi] by a branch-free linear merge: for lists of comparable size."""
+    """a[a_lo:a_hi] ∩ b[b_lo:b_hi] by a linear merge: for lists of comparable size. It branches on
+    each comparison; a branch-free variant measured the same (clique4, R-MAT 16, local-gj profile)."""
     k = out_lo
     i, j = a_lo, b_lo
     while i < a_hi and j < b_hi:
@@ -139,9 +140,9 @@ def intersect_merge(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, store, work):
 def intersect(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, store, work):
     """|a[a_lo:a_hi] ∩ b[b_lo:b_hi]| of two sorted duplicate-free ranges, by merge or by galloping
     the smaller through the larger (GALLOP_RATIO); with `store` the common values go to out[out_lo:],
-    which may be a itself when out_lo <= a_lo (a write never passes a read). Never b: the merge
-    writes a's value before it knows whether it matched, which is harmless only over a. An output
-    position, not a slice, because a view per call costs reference counting in the hottest loop.
+    which may be a itself when out_lo <= a_lo (a write never passes a read). Only a is promised, so
+    that a merge which writes before it compares stays allowed. An output position, not a slice,
+    because a view per call costs reference counting in the hottest loop.
     Adds the elements stepped over to work[1]."""
     na, nb = a_hi - a_lo, b_hi - b_lo
     if na <= 0 or nb <= 0:

@@ -185,7 +185,7 @@ def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last,
 
 
 @njit(cache=True)
-def _narrow_part(ix, values, bs, be, changes, sign, cs, ce, cands, src, n, dst, work):
+def _narrow_part(values, bs, be, changes, sign, cs, ce, cands, src, n, dst, work):
     """cands[src:src+n] ∩ one part of a list, written from cands[dst] on (dst <= src): the adaptive
     intersection when the key has no changes, else a membership test per candidate."""
     if cs == ce:
@@ -206,12 +206,12 @@ def _narrow(ix, g, kind, k, cands, src, n, dst, work):
     reverse ++ forward split at k, so the candidates below k meet the reverse part, those above it
     the forward part."""
     if kind == FORWARD:
-        return _narrow_part(ix, ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], cands, src, n, dst, work)
+        return _narrow_part(ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], cands, src, n, dst, work)
     if kind == REVERSE:
-        return _narrow_part(ix, ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], cands, src, n, dst, work)
+        return _narrow_part(ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], cands, src, n, dst, work)
     split = lower_bound(cands, src, src + n, k)
-    w = _narrow_part(ix, ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], cands, src, split - src, dst, work)
-    return w + _narrow_part(ix, ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], cands, split, src + n - split, dst + w, work)
+    w = _narrow_part(ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], cands, src, split - src, dst, work)
+    return w + _narrow_part(ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], cands, split, src + n - split, dst + w, work)
 
 
 @njit(cache=True)
@@ -232,9 +232,9 @@ def intersect_items(p, workers, ix, level, prefix, mask, lengths, values,
         kept = n
         local = 0
         for r in range(rel_count[level]):
-            if mk & (1 << r) and part(prefix[i, rel_pos[level, r]], workers) == p:
+            k = prefix[i, rel_pos[level, r]]
+            if mk & (1 << r) and part(k, workers) == p:
                 local |= 1 << r
-                k = prefix[i, rel_pos[level, r]]
                 g = list_ranges(ix, (rel_kind[level, r] // 3) * 3 + BOTH, k, 0, INT32_MAX)
                 probes += kept
                 kept = _narrow(ix, g, rel_kind[level, r] % 3, k, values, src, kept, write, work)

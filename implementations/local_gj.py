@@ -67,7 +67,8 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
     arrays of K indices, both C-contiguous; buf is (m, longest list) scratch (`scratch`). A level's
     candidates are the intersection of its lists from their lower bound on, smallest list first
     (csr.intersect: merge or gallop by size), or the previous level's candidates narrowed by its new
-    lists; the last level is counted without being listed when no match is written. Adds candidates examined to work[0] and list elements stepped over to work[1].
+    lists; the last level is counted without being listed when no match is written. Adds candidates
+    examined to work[0] and list elements stepped over to work[1].
     It holds no Python objects and releases the GIL, so the harness's threads run beside it."""
     m = rel_count.shape[0]
     carry, extra, extra_count, checked = level_plan(rel_count, rel_pos, rel_kind, above, below, differ, loop)
