@@ -119,9 +119,12 @@ def run_paired(baseline: dict, trials: int, out_dir: Path, master: str | None = 
     if found.returncode != 0:
         raise DataError(f"gate --paired: the baseline's commit {commit[:7]} is not in this repository")
     from .datasets import cache_root, shared_root
+    from .workload import resolve_path
 
-    # Both sides read the same shared datasets and graph cache (the old tree lives elsewhere).
+    # Both sides read the same shared datasets and graph cache (the old tree lives elsewhere), and run
+    # this tree's workload file: the same work, even if the workload was added after the old commit.
     env = dict(os.environ, HARNESS_SHARED=str(shared_root()), HARNESS_CACHE=str(cache_root()))
+    workload_file = str(resolve_path(str(baseline["workload"])).resolve())
     sides: dict[str, list[dict]] = {"old": [], "new": []}
     with tempfile.TemporaryDirectory(prefix="harness-gate-") as tmp:
         old_tree = Path(tmp) / "old"
@@ -131,7 +134,7 @@ def run_paired(baseline: dict, trials: int, out_dir: Path, master: str | None = 
             for trial in range(trials):
                 for side, tree in (("old", old_tree), ("new", results.REPO)):
                     target = out_dir / f"{side}-t{trial}"
-                    command = [sys.executable, "-m", "harness", "bench", str(baseline["workload"]), "--trials", "1",
+                    command = [sys.executable, "-m", "harness", "bench", workload_file, "--trials", "1",
                                "--results", str(target)]
                     command += ["--tier", baseline["tier"]] if baseline.get("tier") else []
                     command += ["--master", master] if master else []
