@@ -20,11 +20,10 @@ from pyspark.sql import functions as F
 
 from harness.errors import ExecutionError
 
-from . import exchange, hypercube
+from . import exchange, hypercube, local_gj
 from .base import Implementation, Outcome
 from .csr import build_csr
 from .distributed_index import rank_vertices
-from .local_gj import generic_join, scratch
 from .plan import BOTH, FORWARD, REVERSE, ExtensionPlan
 
 MATCH_SAMPLE = 5001  # matches each cell keeps during a count, so verifying small results needs no rerun
@@ -231,9 +230,11 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
         out = np.zeros((limit, plan.m), dtype=np.int64)
         work = np.zeros(2, dtype=np.int64)
         build_us = lap()
-        count = generic_join(n, offsets, values, plan.rel_count, plan.rel_pos, plan.rel_atom,
-                             plan.above, plan.below, plan.differ, plan.loop, atoms, limit, out, work, 0, n, 0,
-                             scratch(offsets, plan.m))
+        # Through the module: a bare jitted name in this closure would be pickled by value and compiled
+        # again in every Python worker (seconds), where the module's own dispatcher is warm.
+        count = local_gj.generic_join(n, offsets, values, plan.rel_count, plan.rel_pos, plan.rel_atom,
+                                      plan.above, plan.below, plan.differ, plan.loop, atoms, limit, out, work, 0, n,
+                                      0, local_gj.scratch(offsets, plan.m))
         join_us = lap()
         found = ids[out[:min(count, limit)]].ravel()
         meta = (int(count), n, join_us, build_us, unpack_us, read_us)
