@@ -227,12 +227,18 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
         values = np.zeros((len(index), max(1, max(len(v) for _, v in index))), dtype=np.int64)
         for i, (_, v) in enumerate(index):
             values[i, :len(v)] = v
+        # Relations whose shares put the same edges in this cell (a1-a3 and a1-a4 when only a1 is split)
+        # read one index, so Generic Join carries a level's candidates down instead of recomputing them.
+        same = np.arange(len(index))
+        for i in range(atoms):
+            same[i] = next((k for k in range(i) if same[k] == k and all(map(np.array_equal, index[i], index[k]))), i)
+        rel_index = same[plan.rel_atom]
         out = np.zeros((limit, plan.m), dtype=np.int64)
         work = np.zeros(2, dtype=np.int64)
         build_us = lap()
         # Through the module: a bare jitted name in this closure would be pickled by value and compiled
         # again in every Python worker (seconds), where the module's own dispatcher is warm.
-        count = local_gj.generic_join(n, offsets, values, plan.rel_count, plan.rel_pos, plan.rel_atom,
+        count = local_gj.generic_join(n, offsets, values, plan.rel_count, plan.rel_pos, rel_index,
                                       plan.above, plan.below, plan.differ, plan.loop, atoms, limit, out, work, 0, n,
                                       0, local_gj.scratch(offsets, plan.m))
         join_us = lap()
