@@ -15,6 +15,8 @@ from numba.core.registry import CPUDispatcher
 
 import implementations
 
+COMPREHENSIONS = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")
+
 
 def _nested_code(code: types.CodeType, depth: int = 1):
     for const in code.co_consts:
@@ -26,7 +28,7 @@ def _nested_code(code: types.CodeType, depth: int = 1):
 def bare_kernels_in_closures(module) -> list[tuple[str, str, str]]:
     """(outer function, nested code, kernel name) for every nested function of `module` that names one
     of the module's numba dispatchers as a bare global. A comprehension directly in a module-level
-    function runs there, so it is not a closure."""
+    function runs there, so it is not a closure (a lambda is)."""
     found = []
     for name, obj in vars(module).items():
         functions = []
@@ -36,7 +38,7 @@ def bare_kernels_in_closures(module) -> list[tuple[str, str, str]]:
             functions += [(f"{name}.{k}", v.__code__) for k, v in vars(obj).items() if inspect.isfunction(v)]
         for outer, code in functions:
             for inner, depth in _nested_code(code):
-                if depth == 1 and inner.co_name.startswith("<"):
+                if depth == 1 and inner.co_name in COMPREHENSIONS:
                     continue
                 for used in inner.co_names:
                     if isinstance(getattr(module, used, None), CPUDispatcher):
@@ -56,10 +58,19 @@ def _ships_a_bare_kernel():
     return task
 
 
+def _ships_a_bare_kernel_in_a_lambda():
+    return lambda x: _kernel(x)
+
+
+def _runs_a_kernel_here(xs):
+    return [_kernel(x) for x in xs]
+
+
 def test_the_scan_finds_a_bare_kernel_in_a_closure():
     import sys
 
-    assert bare_kernels_in_closures(sys.modules[__name__]) == [("_ships_a_bare_kernel", "task", "_kernel")]
+    assert bare_kernels_in_closures(sys.modules[__name__]) == [("_ships_a_bare_kernel", "task", "_kernel"),
+                                                               ("_ships_a_bare_kernel_in_a_lambda", "<lambda>", "_kernel")]
 
 
 def test_no_implementation_closure_names_a_kernel_bare():
