@@ -15,7 +15,7 @@ import yaml
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import edgelist, generators
+from . import edgelist, generators, store
 from .errors import DataError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,7 +24,8 @@ CANON_VERSION = "canon-v2"
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("HARNESS_CACHE", REPO / ".cache"))
+    """The canonical graph cache lives in the store (HARNESS_STORE), which every host sees."""
+    return store.root()
 
 
 def shared_root() -> Path:

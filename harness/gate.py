@@ -123,7 +123,8 @@ def run_paired(baseline: dict, trials: int, out_dir: Path, master: str | None = 
 
     # Both sides read the same shared datasets and graph cache (the old tree lives elsewhere), and run
     # this tree's workload file: the same work, even if the workload was added after the old commit.
-    env = dict(os.environ, HARNESS_SHARED=str(shared_root()), HARNESS_CACHE=str(cache_root()))
+    # (HARNESS_CACHE is the store's name before issue 20, for an old tree.)
+    env = dict(os.environ, HARNESS_SHARED=str(shared_root()), HARNESS_STORE=str(cache_root()), HARNESS_CACHE=str(cache_root()))
     workload_file = str(resolve_path(str(baseline["workload"])).resolve())
     sides: dict[str, list[dict]] = {"old": [], "new": []}
     with tempfile.TemporaryDirectory(prefix="harness-gate-") as tmp:

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import store
 from .oracles import Pattern, edges as edge_arrays, linalg, native, not_applicable, nx_search, run_in_child, sql
 
 KUZU_THREADS = sql.DUCKDB_THREADS
@@ -211,7 +212,8 @@ def graphx_peer(spark, graph, pattern: Pattern, workers: int, timed) -> PeerResu
     jvm = sc._jvm
     class_tag = getattr(getattr(jvm.scala.reflect, "ClassTag$"), "MODULE$")
     memory_only = jvm.org.apache.spark.storage.StorageLevel.MEMORY_ONLY()
-    workdir = Path(tempfile.mkdtemp(prefix="harness-graphx-"))
+    workdir = store.scratch(store.new_name("graphx"))  # executors write and read the export: the store, not /tmp
+    workdir.mkdir(parents=True)
     path = str(workdir / "edges")
     graphs = []
 

@@ -3,14 +3,13 @@ verify, and return the complete result record. Every failure becomes a typed sta
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import datasets, dynamic, results, spark as spark_factory, updates
+from . import datasets, dynamic, results, spark as spark_factory, store, updates
 from .errors import DataError, ExecutionError, HarnessError, RunTimeout
 from .memory import MemorySampler
 from .metrics import SparkCounters
@@ -128,7 +127,8 @@ class Runner:
             stream = None
             if stream_spec is not None:  # the initial graph is a set of directed edges in every semantics
                 directed, _, _ = self.graph(source, "directed", req.workers)
-                workdir = Path(tempfile.mkdtemp(prefix="harness-stream-"))
+                workdir = store.scratch(store.new_name("stream"))  # Spark's tasks write it: the store, not /tmp
+                workdir.mkdir(parents=True)
                 with self._counters.job_group(f"load:{source.name}"):
                     stream = updates.load_stream(spark, str(stream_spec), directed.df, workdir)
             impl = impl_cls(RunContext(spark, graph, spec, req.workers, dict(req.params), arrangements, stream))

@@ -6,8 +6,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import check_java
-from .errors import ExecutionError
+from . import check_java, store
+from .errors import DataError, ExecutionError
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _session = None
@@ -40,6 +40,7 @@ def get_session(master: str | None = None, workers: int = 2):
     if msg:
         raise ExecutionError(msg)
     master = resolve_master(master)
+    store.require_for(master)
     if on_loopback(master):
         # Bind the driver, block manager and UI to loopback (the UI reads SPARK_LOCAL_IP).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -82,30 +83,56 @@ def get_session(master: str | None = None, workers: int = 2):
     if on_loopback(master):
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     if not is_local(master):
-        # Executors run this checkout's code (a worktree's too) with the driver's interpreter.
+        # Compiled kernels are cached in the store, so one host's compilation serves every host.
+        numba_cache = os.environ.get("HARNESS_NUMBA_CACHE", str(store.root() / "numba-cache"))
         builder = (builder.config("spark.executor.memory", os.environ.get("HARNESS_EXECUTOR_MEMORY", "2g"))
-                   .config("spark.executorEnv.PYTHONPATH", str(Path(__file__).resolve().parent.parent)))
+                   .config("spark.executorEnv.NUMBA_CACHE_DIR", numba_cache)
+                   .config("spark.executorEnv.HARNESS_STORE", str(store.root())))
+        if on_loopback(master):  # this machine's workers run this checkout's code (a worktree's too)
+            builder = builder.config("spark.executorEnv.PYTHONPATH", str(Path(__file__).resolve().parent.parent))
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
-    _start_python_workers(_session, workers)
+    _start_python_workers(_session, workers, None if is_local(master) else store.root())
     return _session
 
 
-def _import_worker_modules(iterator):
-    import implementations.prefix_extension  # noqa: F401  (numpy, pyarrow, numba and the kernels)
-    from implementations.local_gj import warm_up
+def _import_worker_modules(probe: str | None):
+    def start(iterator):
+        import socket
 
-    warm_up()  # the Generic Join kernel that Shares' cells run
-    yield from iterator
+        import pyarrow as pa
+
+        import implementations.prefix_extension  # noqa: F401  (numpy, pyarrow, numba and the kernels)
+        from implementations.local_gj import warm_up
+
+        warm_up()  # the Generic Join kernel that Shares' cells run
+        for _ in iterator:
+            pass
+        if probe is not None and not os.path.exists(probe):  # the store is not the same directory here
+            yield pa.RecordBatch.from_pydict({"host": [socket.gethostname() + " " + os.environ.get("SPARK_LOCAL_IP", "")]})
+    return start
 
 
-def _start_python_workers(spark, workers: int) -> None:
+def _start_python_workers(spark, workers: int, shared: Path | None) -> None:
     """Start the Python worker processes (and their imports) as part of session start-up, so the first
-    measured job of a run does not pay for them."""
+    measured job of a run does not pay for them; on a cluster, check that every executor sees the store."""
     from implementations.local_gj import warm_up
 
-    parallel = max(workers, spark.sparkContext.defaultParallelism)
-    spark.range(0, parallel, 1, parallel).mapInArrow(_import_worker_modules, "id long").collect()
+    probe = None
+    if shared is not None:
+        probe = shared / "scratch" / f".probe-{spark.sparkContext.applicationId}"
+        probe.parent.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+    try:
+        parallel = max(workers, spark.sparkContext.defaultParallelism)
+        blind = spark.range(0, parallel, 1, parallel).mapInArrow(_import_worker_modules(probe and str(probe)), "host string").collect()
+    finally:
+        if probe is not None:
+            probe.unlink(missing_ok=True)
+    if blind:
+        stop_session()
+        raise DataError(f"{store.SETTING}={shared}: not visible from the executor on {blind[0].host.strip()}; "
+                        f"it must be one directory that every host mounts at the same path")
     warm_up()  # and local-gj's, on the driver
 
 

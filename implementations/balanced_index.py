@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from harness import store
 
 from . import distributed_index, exchange
 from .csr import locate_sorted
@@ -95,9 +96,7 @@ class BalancedIndex:
 def build(spark, source: PartitionedIndex) -> BalancedIndex:
     """Scatter each worker's key-partitioned lists: counts stay with the key's owner, list entries go
     to the owner of (key, position), edge rows to the owner of (src, dst)."""
-    root = distributed_index.index_root() / f"balanced-{uuid.uuid4().hex[:12]}"
-    root.mkdir(parents=True)
-    distributed_index.register_for_cleanup(root)
+    root = distributed_index.new_root("balanced")
     shutil.copy(source.root / "loops.npy", root / "loops.npy")
     w = source.workers
     tokens = exchange.routing_tokens(spark, w)
@@ -121,9 +120,8 @@ def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):
         (keys, offsets, forward, reverse, *_), _ = distributed_index.load_partition(source_root, p)
         degrees = np.diff(offsets, axis=1).astype(np.int32)  # (2, keys): forward, reverse sizes
         directory = os.path.join(root, f"p{p}")
-        os.makedirs(directory, exist_ok=True)
-        np.save(os.path.join(directory, "count_keys.npy"), np.asarray(keys, dtype=np.int32))
-        np.save(os.path.join(directory, "degrees.npy"), degrees)
+        store.save_array(os.path.join(directory, "count_keys.npy"), np.asarray(keys, dtype=np.int32))
+        store.save_array(os.path.join(directory, "degrees.npy"), degrees)
         out_tokens, payloads = [], []
         for kind, values in ((0, forward), (1, reverse)):
             deg = degrees[kind].astype(np.int64)
@@ -160,11 +158,10 @@ def _gather(root: str):
         order = np.argsort(code, kind="stable")
         edge = np.sort(np.concatenate(edges)) if edges else np.zeros(0, np.int64)
         directory = os.path.join(root, f"p{p}")
-        os.makedirs(directory, exist_ok=True)
-        np.save(os.path.join(directory, "resolver_codes.npy"), code[order])
-        np.save(os.path.join(directory, "resolver_values.npy"), value[order])
-        np.save(os.path.join(directory, "edges.npy"), edge)
-        keys = len(np.load(os.path.join(directory, "count_keys.npy"), mmap_mode="r"))
+        store.save_array(os.path.join(directory, "resolver_codes.npy"), code[order])
+        store.save_array(os.path.join(directory, "resolver_values.npy"), value[order])
+        store.save_array(os.path.join(directory, "edges.npy"), edge)
+        keys = len(distributed_index.mapped(os.path.join(directory, "count_keys.npy")))  # written by _scatter, maybe elsewhere
         yield exchange.blobs_batch([-1], [exchange.pack(0, p, [np.zeros(0, np.int8)], (keys, len(code), len(edge)))])
     return gather
 

@@ -110,7 +110,7 @@ class BiGJoin(Implementation):
     def _run(self, match_limit: int) -> tuple[int, "Counters", np.ndarray]:
         if self.plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
             index = self.index
-            ranks = np.load(index.root / "loops.npy") if self.plan.loop[0] else np.arange(index.vertices)
+            ranks = index.loop_vertices if self.plan.loop[0] else np.arange(index.vertices)
             return len(ranks), Counters(1), ranks[:match_limit].reshape(-1, 1)
         count, counters, found = self.extend([Extension(self.plan)], match_limit)
         return count, counters, found[0]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from pyspark.sql import functions as F
 
-from harness import updates
+from harness import store, updates
 from harness.errors import DataError
 from harness.query import adjacency, make_join_spec
 
@@ -67,7 +67,7 @@ class DeltaJob(ExtensionJob):
         if not self.seeded:
             return super().start(p, final, number)
         stage = Stage(self, number, p)
-        key, value, diff, kind = np.load(os.path.join(self.seeds, f"p{p}.npy"))
+        key, value, diff, kind = np.load(store.local_copy(os.path.join(self.seeds, f"p{p}.npy")))
         # Undirected, the relation is symmetric and each change binds the atom both ways round (as its
         # forward and its reverse entry); directed, the atom reads the forward entries.
         chosen = (diff == self.sign) & ((kind == 0) | self.undirected)
@@ -89,8 +89,13 @@ class DeltaJob(ExtensionJob):
         if self.feed is None:
             return super().window(p)
         # Pipelined: every prefix group `feed` queued here for this level earlier in the same Spark job.
-        pattern = os.path.join(self.run_dir, f"L{self.level}", f"p{p}", f"j{self.job_id:06d}-g{self.feed}-s*.bin")
-        items = _concat([read_queue(path) for path in sorted(glob.glob(pattern))], Prefixes.empty(self.level))
+        # A stage re-executed after a lost executor leaves a second file (named by its attempt) with the
+        # same content: read one per stage.
+        pattern = os.path.join(self.run_dir, f"L{self.level}", f"p{p}", f"j{self.job_id:06d}-g{self.feed}-s*-a*.bin")
+        per_stage = {}
+        for path in sorted(glob.glob(pattern)):
+            per_stage.setdefault(os.path.basename(path).rsplit("-a", 1)[0], path)
+        items = _concat([read_queue(path) for path in per_stage.values()], Prefixes.empty(self.level))
         work = items.work().astype(np.int64)
         return items, np.zeros_like(work), work
 

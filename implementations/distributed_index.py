@@ -3,22 +3,22 @@ the W workers and built once per (graph, W) by one Spark job.
 
 Vertices are relabelled to dense ranks first: by (degree, id) for undirected graphs, so that forward
 lists (neighbours ranked above the key) stay short; by id for directed ones. Worker p holds, for each
-key k with partition_of(k) = p, the sorted forward list and the sorted reverse list of k. Partitions
-are files that every executor can read (local disk here; a shared filesystem on a multi-host cluster),
-memory-mapped by the tasks that probe them."""
+key k with partition_of(k) = p, the sorted forward list and the sorted reverse list of k. Partitions are files,
+memory-mapped by the tasks that probe them. The partitions are checkpointed in the store (HARNESS_STORE) by
+the task that built them, and each executor maps its own local copy, fetched from the store on a miss
+(harness.store), so any executor on any host can serve any worker."""
 from __future__ import annotations
 
 import atexit
 import os
 import shutil
-import tempfile
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from pyspark.sql import functions as F
 
+from harness import store
 from harness.errors import DataError
 
 from . import exchange
@@ -29,12 +29,16 @@ LIST_FILES = ("keys", "offsets", "forward", "reverse")  # a partition's files (.
 _created: list[Path] = []
 
 
-def index_root() -> Path:
-    return Path(os.environ.get("HARNESS_INDEX_DIR", Path(tempfile.gettempdir()) / "harness-index"))
+def new_root(kind: str) -> Path:
+    """A fresh directory in the store for one index's checkpoint, removed when the driver exits."""
+    root = store.scratch(store.new_name(kind))
+    root.mkdir(parents=True)
+    register_for_cleanup(root)
+    return root
 
 
 def register_for_cleanup(path: Path) -> None:
-    """Remove this index directory when the process exits."""
+    """Remove this store directory when the process exits."""
     _created.append(path)
 
 
@@ -54,7 +58,16 @@ class PartitionedIndex:
     keys: np.ndarray  # per worker: keys held
     forward: np.ndarray  # per worker: forward-list entries
     reverse: np.ndarray  # per worker: reverse-list entries
-    loops: int
+    loop_vertices: np.ndarray  # ranks with a self-loop
+    ranking: tuple[np.ndarray, np.ndarray]  # (sorted vertex ids, rank of each): id -> rank on the driver
+
+    @property
+    def loops(self) -> int:
+        return len(self.loop_vertices)
+
+    def rank(self, ids: np.ndarray) -> np.ndarray:
+        sorted_ids, rank_of = self.ranking
+        return rank_of[np.searchsorted(sorted_ids, ids)].astype(np.int64)
 
     def describe(self) -> dict:
         entries = self.forward + self.reverse
@@ -71,29 +84,37 @@ class PartitionedIndex:
 
 def build(spark, edges, undirected: bool, workers: int, extra_vertices=None) -> PartitionedIndex:
     """`extra_vertices` (a DataFrame of column v) get ranks too, though no edge touches them yet."""
-    root = index_root() / uuid.uuid4().hex[:12]
-    root.mkdir(parents=True)
-    register_for_cleanup(root)
-    # 1. Dense ranks.
+    root = new_root("index")
+    # 1. Dense ranks, broadcast to the tasks that route the edges.
     ids, rank = rank_vertices(edges, undirected, extra_vertices)
-    np.save(root / "sorted_ids.npy", ids)
-    np.save(root / "rank_of_sorted.npy", rank.astype(np.int32))
+    rank = rank.astype(np.int32)
+    ranking = spark.sparkContext.broadcast((ids, rank))
     # 2. One shuffle: each (key, value) entry goes to the owner of its key, which builds its CSR.
     tokens = exchange.routing_tokens(spark, workers)
-    rows = (edges.mapInArrow(_route_entries(str(root), workers, undirected, tokens), exchange.SCHEMA)
-            .repartition(workers, "token")
-            .mapInArrow(_build_partition(str(root), len(ids)), exchange.SCHEMA)
-            .collect())
+    try:
+        rows = (edges.mapInArrow(_route_entries(ranking, workers, undirected, tokens), exchange.SCHEMA)
+                .repartition(workers, "token")
+                .mapInArrow(_build_partition(str(root), len(ids)), exchange.SCHEMA)
+                .collect())
+    finally:
+        ranking.destroy()
     stats = np.zeros((workers, 3), dtype=np.int64)  # keys, forward entries, reverse entries
     loops = []
     for row in rows:
         _, p, meta, arrays = exchange.unpack(row.payload)
         stats[p] = meta
         loops.append(arrays[0])
-    loop_vertices = np.sort(np.concatenate(loops)) if loops else np.zeros(0, np.int32)
-    np.save(root / "loops.npy", loop_vertices.astype(np.int32))
+    loop_vertices = (np.sort(np.concatenate(loops)) if loops else np.zeros(0, np.int32)).astype(np.int32)
+    _save_to_store(root / "loops.npy", loop_vertices)  # the driver writes to the store, never to an executor's disk
     return PartitionedIndex(root, workers, undirected, len(ids), ids[np.argsort(rank)], stats[:, 0], stats[:, 1],
-                            stats[:, 2], len(loop_vertices))
+                            stats[:, 2], loop_vertices, (ids, rank))
+
+
+def _save_to_store(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        np.save(fh, array)
+    os.replace(tmp, path)
 
 
 def rank_vertices(edges, undirected: bool, extra_vertices=None) -> tuple[np.ndarray, np.ndarray]:
@@ -113,10 +134,9 @@ def rank_vertices(edges, undirected: bool, extra_vertices=None) -> tuple[np.ndar
     return ids, vertex_ranks(ids, degrees.column("count").to_numpy()[order] if undirected else None)
 
 
-def _route_entries(root: str, workers: int, undirected: bool, tokens: np.ndarray):
+def _route_entries(ranking, workers: int, undirected: bool, tokens: np.ndarray):
     def route(iterator):
-        sorted_ids = np.load(os.path.join(root, "sorted_ids.npy"), mmap_mode="r")
-        rank_of = np.load(os.path.join(root, "rank_of_sorted.npy"), mmap_mode="r")
+        sorted_ids, rank_of = ranking.value
         for batch in iterator:
             s = rank_of[np.searchsorted(sorted_ids, batch.column(0).to_numpy())]
             d = rank_of[np.searchsorted(sorted_ids, batch.column(1).to_numpy())]
@@ -146,11 +166,10 @@ def _build_partition(root: str, vertices: int):
             offsets.append(off)
             lists.append(vals.astype(np.int32))
         directory = os.path.join(root, f"p{p}")
-        os.makedirs(directory, exist_ok=True)
-        np.save(os.path.join(directory, "keys.npy"), local.astype(np.int32))
-        np.save(os.path.join(directory, "offsets.npy"), np.stack(offsets))
-        np.save(os.path.join(directory, "forward.npy"), lists[0])
-        np.save(os.path.join(directory, "reverse.npy"), lists[1])
+        store.save_array(os.path.join(directory, "keys.npy"), local.astype(np.int32))
+        store.save_array(os.path.join(directory, "offsets.npy"), np.stack(offsets))
+        store.save_array(os.path.join(directory, "forward.npy"), lists[0])
+        store.save_array(os.path.join(directory, "reverse.npy"), lists[1])
         loops = np.unique(keys[(keys == values) & (kinds == 0)]).astype(np.int32)
         meta = (len(local), len(lists[0]), len(lists[1]))
         yield exchange.blobs_batch([-1], [exchange.pack(0, p, [loops], meta)])
@@ -170,8 +189,9 @@ EMPTY_OVERLAY = tuple(readonly(a) for a in (np.zeros(0, np.int32), np.zeros((4, 
 
 
 def load_partition(root: str, p: int) -> tuple[tuple, np.ndarray]:
-    """(ix, loop vertices) of worker p, memory-mapped once per Python worker process: ix is (keys,
-    offsets (2, keys + 1), forward values, reverse values) plus an empty overlay (see extension_kernels)."""
+    """(ix, loop vertices) of worker p, memory-mapped once per Python worker process from this host's
+    copy of the checkpoint: ix is (keys, offsets (2, keys + 1), forward values, reverse values) plus an
+    empty overlay (see extension_kernels)."""
     key = (root, p)
     if key not in _loaded:
         directory = os.path.join(root, f"p{p}")
@@ -180,7 +200,9 @@ def load_partition(root: str, p: int) -> tuple[tuple, np.ndarray]:
     return _loaded[key]
 
 
-def mapped(path: str) -> np.ndarray:
+def mapped(stored: str) -> np.ndarray:
+    """This host's copy of a store file, memory-mapped."""
+    path = store.local_copy(stored)
     try:
         return np.asarray(np.load(path, mmap_mode="r"))  # a plain read-only view, which numba accepts
     except ValueError:  # numpy cannot map an empty array

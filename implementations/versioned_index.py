@@ -29,10 +29,11 @@ import numpy as np
 from numba import njit
 from pyspark.sql import functions as F
 
+from harness import store
+
 from . import distributed_index, exchange
 from .csr import lower_bound
 from .distributed_index import EMPTY_OVERLAY, LIST_FILES, mapped, readonly
-from .prefix_extension import write_file
 
 OPS, UPDATE_STATS, INDEX_STATS, HOMED = 20, 22, 23, 24  # blob kinds
 LOW32 = np.int64(0xFFFFFFFF)
@@ -47,11 +48,9 @@ def base_dir(root: str, b: int) -> str:
 
 
 def _save(directory: str, **arrays) -> None:
-    os.makedirs(directory, exist_ok=True)
+    """Checkpointed in the store, and kept as this host's local copy (harness.store)."""
     for name, a in arrays.items():
-        tmp = os.path.join(directory, f".{name}.{os.getpid()}.npy")
-        np.save(tmp, a)
-        os.replace(tmp, os.path.join(directory, f"{name}.npy"))
+        store.save_array(os.path.join(directory, f"{name}.npy"), a)
 
 
 OVERLAY_FILES = LIST_FILES + ("fsign", "rsign")  # an overlay's lists: a base's plus the changes' signs
@@ -90,6 +89,7 @@ class VersionedIndex:
     undirected: bool
     vertices: int
     ids: np.ndarray  # rank -> original vertex id
+    rank: object = None  # original ids -> ranks, on the driver (PartitionedIndex.rank)
     base: int = 0  # batch of the last compaction
     version: int = 0  # batches applied
     compactions: int = 0
@@ -118,9 +118,11 @@ class VersionedIndex:
 def _worker_bytes(root: str, p: int, b: int, k: int) -> int:
     """Bytes of worker p's files: base b, overlay k and its copy of the edge set."""
     paths = [os.path.join(base_dir(root, b), f"p{p}", f"{n}.npy") for n in LIST_FILES]
-    paths += [os.path.join(root, f"overlay-{k}", f"p{p}", f"{n}.npy") for n in OVERLAY_FILES]
-    paths += [os.path.join(root, f"edges-{b}", f"p{p}.npy"), os.path.join(root, f"changed-{k}", f"p{p}.npz")]
-    return sum(os.path.getsize(f) for f in paths if os.path.exists(f))
+    paths.append(os.path.join(root, f"edges-{b}", f"p{p}.npy"))
+    if k > 0:  # version 0 has no overlay and no changed pairs
+        paths += [os.path.join(root, f"overlay-{k}", f"p{p}", f"{n}.npy") for n in OVERLAY_FILES]
+        paths.append(os.path.join(root, f"changed-{k}", f"p{p}.npz"))
+    return sum(os.path.getsize(f) for f in paths)  # the store's copies: every host sees them
 
 
 def _pair_owners(s: np.ndarray, d: np.ndarray, workers: int) -> tuple[np.ndarray, np.ndarray]:
@@ -136,26 +138,27 @@ def build(spark, directed_edges, relation, undirected: bool, workers: int, extra
     index = distributed_index.build(spark, relation, undirected, workers, extra_vertices)
     root = str(index.root)
     tokens = exchange.routing_tokens(spark, workers)
-    rows = (directed_edges.mapInArrow(_route_pairs(root, workers, tokens), exchange.SCHEMA)
-            .repartition(workers, "token").mapInArrow(_home_pairs(root), exchange.SCHEMA).collect())
+    ranking = spark.sparkContext.broadcast(index.ranking)
+    try:
+        rows = (directed_edges.mapInArrow(_route_pairs(ranking, workers, tokens), exchange.SCHEMA)
+                .repartition(workers, "token").mapInArrow(_home_pairs(root), exchange.SCHEMA).collect())
+    finally:
+        ranking.destroy()
     if len(rows) != workers:
         raise RuntimeError(f"homing the edge set reported {len(rows)} of {workers} workers")
     sizes = np.zeros((workers, len(INDEX_FIELDS)), np.int64)
     sizes[:, 0], sizes[:, 1] = index.keys, index.forward + index.reverse
     sizes[:, 5] = [_worker_bytes(root, p, 0, 0) for p in range(workers)]
-    return VersionedIndex(index.root, workers, undirected, index.vertices, index.ids, sizes=sizes)
+    return VersionedIndex(index.root, workers, undirected, index.vertices, index.ids, index.rank, sizes=sizes)
 
 
-def _ranks(root: str):
-    sorted_ids = np.load(os.path.join(root, "sorted_ids.npy"), mmap_mode="r")
-    rank_of = np.load(os.path.join(root, "rank_of_sorted.npy"), mmap_mode="r")
-    return lambda ids: rank_of[np.searchsorted(sorted_ids, ids)].astype(np.int64)
-
-
-def _route_pairs(root: str, workers: int, tokens: np.ndarray):
+def _route_pairs(ranking, workers: int, tokens: np.ndarray):
     """(src, dst) rows in original ids -> rank pairs at the owners of their endpoints."""
     def route(iterator):
-        rank = _ranks(root)
+        sorted_ids, rank_of = ranking.value
+
+        def rank(ids):
+            return rank_of[np.searchsorted(sorted_ids, ids)].astype(np.int64)
         for batch in iterator:
             s, d = rank(batch.column(0).to_numpy()), rank(batch.column(1).to_numpy())
             owners, rows = _pair_owners(s, d, workers)
@@ -222,7 +225,7 @@ def begin_batch(index: VersionedIndex, updates, compact: bool) -> BatchUpdate:
     """Plan batch index.version + 1 of updates (a pyarrow Table src, dst, diff, seq held by the
     driver): the driver hands every update to the owners of both its endpoints."""
     root, workers, k, b = str(index.root), index.workers, index.version + 1, index.base
-    rank = _ranks(root)
+    rank = index.rank
     s, d = rank(updates.column("src").to_numpy()), rank(updates.column("dst").to_numpy())
     owners, rows = _pair_owners(s, d, workers)
     columns = [s.astype(np.int32), d.astype(np.int32), updates.column("diff").to_numpy().astype(np.int8),
@@ -250,7 +253,7 @@ class EdgeSet:
     def __init__(self, root: str, p: int, k: int, b: int):
         self.base = mapped(os.path.join(root, f"edges-{b}", f"p{p}.npy"))
         if k > 1:  # every batch leaves its changed pairs (none after a compaction)
-            with np.load(os.path.join(root, f"changed-{k - 1}", f"p{p}.npz")) as z:
+            with np.load(store.local_copy(os.path.join(root, f"changed-{k - 1}", f"p{p}.npz"))) as z:
                 self.codes, self.present = z["codes"], z["present"]
         else:
             self.codes, self.present = np.zeros(0, np.int64), np.zeros(0, np.bool_)
@@ -308,11 +311,7 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
         base = np.union1d(np.asarray(edges.base)[~_lookup(changed_codes, edges.base)[0]], changed_codes[changed_present])
         _save(os.path.join(root, f"edges-{k}"), **{f"p{p}": base})
         changed_codes, changed_present = changed_codes[:0], changed_present[:0]
-    directory = os.path.join(root, f"changed-{k}")
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".p{p}.{os.getpid()}.npz")
-    np.savez(tmp, codes=changed_codes, present=changed_present)
-    os.replace(tmp, os.path.join(directory, f"p{p}.npz"))
+    store.save_array(os.path.join(root, f"changed-{k}", f"p{p}.npz"), None, codes=changed_codes, present=changed_present)
     # The relation's net changes: the directed pairs themselves, or the simple graph's edges.
     if undirected:
         lo, hi = np.minimum(ts, td), np.maximum(ts, td)

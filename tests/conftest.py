@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-_CACHE = tempfile.mkdtemp(prefix="harness-test-cache-")
-os.environ["HARNESS_CACHE"] = _CACHE
+_CACHE = tempfile.mkdtemp(prefix="harness-test-store-")
+os.environ["HARNESS_STORE"] = _CACHE
+os.environ.pop("HARNESS_CACHE", None)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("HARNESS_SHARED", REPO.parent / "shared"))

@@ -64,7 +64,7 @@ def connect():
     join order as written)."""
     import duckdb
 
-    temp_dir = os.path.join(os.environ.get("HARNESS_CACHE", tempfile.gettempdir()), "duckdb-tmp")
+    temp_dir = os.path.join(tempfile.gettempdir(), "harness-duckdb-tmp")  # spills go to local disk, not the store
     con = duckdb.connect()
     con.execute(f"SET threads = {DUCKDB_THREADS}")
     con.execute("SET enable_progress_bar = false")

@@ -1,0 +1,116 @@
+"""Where data lives (issue 20), shared-nothing: the only storage that every process sees is the store,
+named by HARNESS_STORE; everything else is on the local disk of the process that wrote it.
+
+- The store holds the input, the canonical graph cache and the checkpoints of per-worker state
+  (index partitions, update overlays, batch queues), under `scratch/`. It is a directory every host
+  mounts (NFS, a FUSE mount of HDFS or S3); local mode defaults to the checkout's .cache.
+- Each executor keeps a memory-mapped local copy of the immutable files it reads, filled from the
+  store on a miss (`local_copy`), so a replacement executor on another host rebuilds what it needs.
+  The local copies live in the executor's own Spark scratch directory (SPARK_LOCAL_DIRS), which
+  Spark removes with the executor."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+from .errors import DataError
+
+REPO = Path(__file__).resolve().parent.parent
+SETTING = "HARNESS_STORE"
+_OLD_SETTING = "HARNESS_CACHE"  # the store's name before issue 20; still honoured
+
+
+def configured() -> str | None:
+    return os.environ.get(SETTING) or os.environ.get(_OLD_SETTING)
+
+
+def root() -> Path:
+    """The store as a path on this host."""
+    value = configured()
+    if not value:
+        return REPO / ".cache"
+    return as_path(value)
+
+
+def as_path(value: str) -> Path:
+    if value.startswith("file://"):
+        return Path(value[len("file://"):] or "/")
+    if "://" in value:
+        scheme = value.split("://", 1)[0]
+        raise DataError(f"{SETTING}={value}: the harness reads the store as files on every host; mount the {scheme} "
+                        f"store (e.g. with a FUSE client) and set {SETTING} to the mount path or a file:// URI")
+    return Path(value)
+
+
+def require_for(master: str) -> None:
+    """A cluster has no directory every process sees unless the user names one."""
+    if not master.startswith("local") and not configured():
+        raise DataError(f"{SETTING} is not set: the cluster master {master} needs a store (a directory every host mounts, "
+                        f"e.g. {SETTING}=/shared/harness); see the README, 'Running on a real cluster'")
+
+
+def scratch(name: str) -> Path:
+    """The store's directory for one piece of per-run state (removed by the driver that made it)."""
+    return root() / "scratch" / name
+
+
+def new_name(kind: str) -> str:
+    return f"{kind}-{uuid.uuid4().hex[:12]}"
+
+
+def local_root() -> Path:
+    """This process's local disk: the executor's Spark scratch directory inside a task, else the temp dir."""
+    dirs = os.environ.get("SPARK_LOCAL_DIRS")
+    base = Path(dirs.split(",")[0]) if dirs else Path(tempfile.gettempdir())
+    return base / "harness-local"
+
+
+def cached_path(stored: str) -> str:
+    """Where this host keeps its copy of the store file `stored`."""
+    return str(local_root()) + os.path.abspath(stored)
+
+
+def local_copy(stored: str) -> str:
+    """A local path holding the same bytes as the immutable store file `stored`, copied on a miss."""
+    local = cached_path(stored)
+    if not os.path.exists(local):
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        tmp = f"{local}.{os.getpid()}.tmp"
+        try:
+            shutil.copyfile(stored, tmp)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{stored}: not in the store ({SETTING}={configured() or root()}); "
+                                    f"is it the same directory on every host?") from None
+        os.replace(tmp, local)
+    return local
+
+
+def write_through(stored: str, write) -> str:
+    """`write(path)` writes an immutable file: kept as this host's local copy, then copied into the
+    store (each step atomic, so a re-executed task rewrites the same bytes). Returns the local path."""
+    local = cached_path(stored)
+    for path in (local, stored):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{local}.{os.getpid()}.tmp"
+    write(tmp)
+    os.replace(tmp, local)
+    tmp = f"{stored}.{os.getpid()}.tmp"
+    shutil.copyfile(local, tmp)
+    os.replace(tmp, stored)
+    return local
+
+
+def save_array(stored: str, array, **more) -> str:
+    """np.save (or np.savez, given `more` arrays by name) through `write_through`."""
+    import numpy as np
+
+    def write(path: str) -> None:
+        with open(path, "wb") as fh:
+            if more:
+                np.savez(fh, **more)
+            else:
+                np.save(fh, array)
+    return write_through(stored, write)
