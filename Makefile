@@ -62,10 +62,12 @@ report: $(STAMP)
 clean-cache:
 	rm -rf .cache
 
-# A Spark standalone master and two workers on 127.0.0.1 (from the pyspark package); then
-# `make bench SPARK_MASTER=spark://127.0.0.1:7077`. State and logs: .cluster/
+# A Spark standalone master on 127.0.0.1 and HOSTS workers on 127.0.0.2, 127.0.0.3, ..., each in its
+# own mount namespace with a private /tmp (needs root); they share only the store. Then
+# `make bench SPARK_MASTER=spark://127.0.0.1:7077 HARNESS_STORE=<the store it prints>`. State: .cluster/
+HOSTS ?= 2
 cluster-up: java $(STAMP)
-	$(PY) -m harness cluster up
+	$(PY) -m harness cluster up --hosts $(HOSTS)
 
 cluster-down: $(STAMP)
 	$(PY) -m harness cluster down

@@ -225,9 +225,16 @@ def cmd_cluster(args) -> int:
 
     directory = Path(args.dir) if args.dir else cluster.DEFAULT_DIR
     if args.action == "up":
-        c = cluster.up(directory, args.workers, args.cores, args.memory, args.port, args.webui_port)
-        console.print(f"cluster: master {c.url} (UI {c.webui}), {args.workers} workers x {args.cores} cores; "
-                      f"run with SPARK_MASTER={c.url}; stop with `make cluster-down`")
+        isolated = not args.shared_tmp
+        c = cluster.up(directory, args.hosts, args.cores, args.memory, args.port, args.webui_port, isolated=isolated)
+        if isolated:
+            console.print(f"cluster: master {c.url} (UI {c.webui}), {args.hosts} hosts ({', '.join(c.worker_hosts)}) x "
+                          f"{args.cores} cores, each with a private /tmp, sharing only the store {c.store}; run with "
+                          f"SPARK_MASTER={c.url} HARNESS_STORE={c.store}; stop with `make cluster-down`")
+        else:
+            console.print(f"cluster: master {c.url} (UI {c.webui}), {args.hosts} workers on {cluster.HOST} x {args.cores} "
+                          f"cores sharing every file; run with SPARK_MASTER={c.url} HARNESS_STORE=<a directory>; "
+                          f"stop with `make cluster-down`")
     elif args.action == "down":
         stopped = cluster.down(directory)
         console.print(f"cluster: stopped {len(stopped)} processes" if stopped else "cluster: not running")
@@ -313,10 +320,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", default=str(RESULTS_DIR / "report"), help="where index.md and the plots go")
     rep.set_defaults(fn=cmd_report)
 
-    cl = sub.add_parser("cluster", help="start/stop a Spark standalone master and workers on 127.0.0.1")
+    cl = sub.add_parser("cluster", help="start/stop a Spark standalone master (127.0.0.1) and workers, each on a "
+                                        "loopback address of its own with a private /tmp (unshare -m)")
     cl.add_argument("action", choices=["up", "down", "status"])
-    cl.add_argument("--dir", default=None, help="state, logs and work directories (default: .cluster/)")
-    cl.add_argument("--workers", type=int, default=2)
+    cl.add_argument("--dir", default=None, help="state, logs and the hosts' private directories (default: .cluster/)")
+    cl.add_argument("--hosts", "--workers", type=int, default=2, dest="hosts",
+                    help="workers, on 127.0.0.2, 127.0.0.3, ... (the store: HARNESS_STORE, else <dir>-store)")
+    cl.add_argument("--shared-tmp", action="store_true",
+                    help="the old single-machine cluster: every worker on 127.0.0.1, sharing /tmp and the checkout")
     cl.add_argument("--cores", type=int, default=1, help="cores each worker offers")
     cl.add_argument("--memory", default="6g", help="memory each worker offers to executors")
     cl.add_argument("--port", type=int, default=7077)

@@ -1,12 +1,18 @@
-"""A Spark standalone cluster on this machine: one master and N workers on 127.0.0.1, run from the
-Spark distribution inside the pyspark package (`bin/spark-class ...deploy.master.Master` / `...Worker`).
+"""A Spark standalone cluster on this machine, run from the Spark distribution inside the pyspark
+package (`bin/spark-class ...deploy.master.Master` / `...Worker`): one master on 127.0.0.1 and N workers.
 
-State (pids, URLs, logs, the workers' work directories) lives in one directory (default .cluster/),
+Isolated (`hosts`, the default of `make cluster-up`): worker i binds 127.0.0.(i + 2), so Spark treats
+each as its own host, and runs in its own mount namespace (`unshare -m`) with a private /tmp and private,
+empty views of the checkout's .cache, .cluster and results/. Only the store (HARNESS_STORE) is shared,
+as on a real cluster. Shared (`workers`): every worker on 127.0.0.1, seeing the same files.
+
+State (pids, URLs, logs, the workers' private directories) lives in one directory (default .cluster/),
 so `down` stops exactly what `up` started, executors and their Python workers included."""
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -37,6 +43,8 @@ class Cluster:
     webui_port: int
     master_pid: int
     worker_pids: list[int] = field(default_factory=list)
+    worker_hosts: list[str] = field(default_factory=list)
+    store: str | None = None  # the isolated cluster's shared store
 
     @property
     def url(self) -> str:
@@ -94,19 +102,53 @@ def _port_free(port: int) -> bool:
         return s.connect_ex((HOST, port)) != 0
 
 
-def _env(directory: Path) -> dict:
-    env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=HOST, SPARK_LOG_DIR=str(directory / "logs"),
+def _env(directory: Path, host: str = HOST) -> dict:
+    env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=host, SPARK_LOG_DIR=str(directory / "logs"),
                SPARK_NO_DAEMONIZE="1")
     env.pop("SPARK_MASTER", None)
     return env
 
 
-def _spawn(directory: Path, name: str, args: list[str]) -> int:
+def _spawn(directory: Path, name: str, args: list[str], host: str = HOST, private: Path | None = None,
+           shared: list[Path] = ()) -> int:
+    """Start a Spark daemon; with `private`, in its own mount namespace (see `_isolating_script`)."""
+    command = [str(spark_home() / "bin" / "spark-class"), *args]
+    if private is not None:
+        command = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                   _isolating_script(private, shared, command)]
     log = open(directory / "logs" / f"{name}.log", "ab")
-    proc = subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args], stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, env=_env(directory), start_new_session=True)
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=_env(directory, host), start_new_session=True)
     log.close()
     return proc.pid
+
+
+PRIVATE_VIEWS = (".cache", ".cluster", "results")  # the checkout's directories each host gets its own copy of
+
+
+def _isolating_script(private: Path, shared: list[Path], command: list[str]) -> str:
+    """Shell run inside the new mount namespace: a private /tmp (`private`/tmp) in which the `shared`
+    paths that live under /tmp (the store, the checkout itself) stay visible at their own paths, then
+    empty private views of the checkout's state directories, then exec the daemon. `private` is first
+    bound to a staging point outside /tmp and the checkout, so no later mount hides a source."""
+    q = shlex.quote
+    staging = Path("/run/harness-hosts") / private.name
+    staging.mkdir(parents=True, exist_ok=True)
+    (private / "tmp").mkdir(parents=True, exist_ok=True)
+    lines = ["set -e", f"mount --bind {q(str(private))} {q(str(staging))}"]
+    for path in shared:
+        path = path.resolve()
+        if path.is_relative_to("/tmp"):
+            inside = private / "tmp" / path.relative_to("/tmp")
+            inside.mkdir(parents=True, exist_ok=True)
+            lines.append(f"mount --rbind {q(str(path))} {q(str(staging / 'tmp' / path.relative_to('/tmp')))}")
+    lines.append(f"mount --rbind {q(str(staging / 'tmp'))} /tmp")
+    for name in PRIVATE_VIEWS:
+        (private / "views" / name).mkdir(parents=True, exist_ok=True)
+        (REPO / name).mkdir(exist_ok=True)
+        lines.append(f"mount --bind {q(str(staging / 'views' / name))} {q(str(REPO / name))}")
+    lines.append("exec " + " ".join(q(c) for c in command))
+    return "\n".join(lines)
 
 
 def _wait(what: str, ready, timeout_s: float, logs: Path):
@@ -123,9 +165,9 @@ def _wait(what: str, ready, timeout_s: float, logs: Path):
 
 
 def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: str = "6g", port: int = 7077,
-       webui_port: int = 8080, timeout_s: float = 60.0) -> Cluster:
+       webui_port: int = 8080, timeout_s: float = 60.0, isolated: bool = False, store: Path | None = None) -> Cluster:
     """Start a master and `workers` workers (each offering `cores` cores and `memory`) and wait until
-    the master lists every worker ALIVE."""
+    the master lists every worker ALIVE. Isolated: each worker a host of its own sharing only `store`."""
     msg = check_java.problem()
     if msg:
         raise ExecutionError(msg)
@@ -136,18 +178,27 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
     if busy:
         raise DataError(f"cluster: port {busy[0]} on {HOST} is in use; pick other ports (--port / --webui-port)")
     (directory / "logs").mkdir(parents=True, exist_ok=True)
+    if isolated:
+        store = _isolated_store(directory, store)
+        if os.geteuid() != 0:
+            raise DataError("cluster: an isolated cluster mounts a private /tmp per worker (unshare -m), which needs root")
     master_pid = _spawn(directory, "master", ["org.apache.spark.deploy.master.Master", "--host", HOST,
                                                "--port", str(port), "--webui-port", str(webui_port)])
-    cluster = Cluster(str(directory), port, webui_port, master_pid)
+    cluster = Cluster(str(directory), port, webui_port, master_pid, store=str(store) if isolated else None)
     _save(cluster)
     try:
         _wait("master", lambda: cluster.state().get("status") == "ALIVE", timeout_s, directory / "logs")
         for i in range(workers):
-            work = directory / "work" / f"worker-{i}"
-            work.mkdir(parents=True, exist_ok=True)
+            host = f"127.0.0.{i + 2}" if isolated else HOST
+            private = (directory / "hosts" / host) if isolated else None
+            work = Path("/tmp/spark-work") if isolated else directory / "work" / f"worker-{i}"
+            if not isolated:
+                work.mkdir(parents=True, exist_ok=True)
             cluster.worker_pids.append(_spawn(directory, f"worker-{i}", [
-                "org.apache.spark.deploy.worker.Worker", "--host", HOST, "--webui-port", str(webui_port + 1 + i),
-                "--cores", str(cores), "--memory", memory, "--work-dir", str(work), cluster.url]))
+                "org.apache.spark.deploy.worker.Worker", "--host", host, "--webui-port", str(webui_port + 1 + i),
+                "--cores", str(cores), "--memory", memory, "--work-dir", str(work), cluster.url],
+                host, private, [store, REPO] if isolated else []))
+            cluster.worker_hosts.append(host)
             _save(cluster)
         alive = lambda: sum(w.get("state") == "ALIVE" for w in cluster.state().get("workers", [])) >= workers  # noqa: E731
         _wait(f"{workers} workers", alive, timeout_s, directory / "logs")
@@ -155,6 +206,21 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
         down(directory)
         raise
     return cluster
+
+
+def _isolated_store(directory: Path, store: Path | None) -> Path:
+    """The one directory an isolated cluster's hosts share: HARNESS_STORE if set, else <directory>-store."""
+    from . import store as shared
+
+    default = directory.parent / f"{directory.name}-store"
+    path = (shared.as_path(shared.configured()) if shared.configured() else default) if store is None else store
+    path = Path(path).resolve()
+    for name in PRIVATE_VIEWS:
+        if path.is_relative_to((REPO / name).resolve()):
+            raise DataError(f"cluster: the store {path} lies in the checkout's {name}/, which each host sees privately; "
+                            f"set {shared.SETTING} elsewhere")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _alive(pid: int) -> bool:
@@ -213,5 +279,6 @@ def status(directory: Path = DEFAULT_DIR) -> str:
     except OSError as exc:
         return f"cluster: master pid {cluster.master_pid} does not answer at {cluster.webui} ({exc})"
     workers = [f"{w['host']}:{w['port']} {w['state']} {w['cores']} cores" for w in state.get("workers", [])]
+    shared = f"; isolated hosts sharing HARNESS_STORE={cluster.store}" if cluster.store else "; shared /tmp"
     return (f"cluster: {cluster.url} ({state.get('status')}), UI {cluster.webui}, "
-            f"{len(workers)} workers: {'; '.join(workers)}; {len(cluster.executors())} executors running")
+            f"{len(workers)} workers: {'; '.join(workers)}; {len(cluster.executors())} executors running{shared}")
