@@ -187,7 +187,7 @@ def test_compare_and_the_gate_on_the_cluster(cluster, tmp_path):
     proc = harness(c, "compare", "--query", "triangle", "--dataset", "rmat-small", "--results", str(tmp_path / "cmp"))
     log = finish(proc, c, seen)
     assert proc.returncode == 0, log[-3000:]
-    proc = harness(c, "gate", "--timing", "advisory")
+    proc = harness(c, "gate", "--timing", "advisory", "--results", str(tmp_path / "gate"))
     log = finish(proc, c, seen)
     assert proc.returncode == 0, log[-3000:]
     assert "gate: PASS" in log, log[-3000:]
