@@ -3,8 +3,8 @@ package (`bin/spark-class ...deploy.master.Master` / `...Worker`): one master on
 
 Isolated (`hosts`, the default of `make cluster-up`): worker i binds 127.0.0.(i + 2), so Spark treats
 each as its own host, and runs in its own mount namespace (`unshare -m`) with a private /tmp and private,
-empty views of the checkout's .cache, .cluster and results/. Only the store (HARNESS_STORE) is shared,
-as on a real cluster. Shared (`workers`): every worker on 127.0.0.1, seeing the same files.
+empty views of the checkout's .cache, .cluster and results/. Only the store (HARNESS_STORE) and the
+input datasets (HARNESS_SHARED) are shared, as on a real cluster. Shared (`workers`): every worker on 127.0.0.1, seeing the same files.
 
 State (pids, URLs, logs, the workers' private directories) lives in one directory (default .cluster/),
 so `down` stops exactly what `up` started, executors and their Python workers included."""
@@ -128,7 +128,7 @@ PRIVATE_VIEWS = (".cache", ".cluster", "results")  # the checkout's directories 
 
 def _isolating_script(private: Path, shared: list[Path], command: list[str]) -> str:
     """Shell run inside the new mount namespace: a private /tmp (`private`/tmp) in which the `shared`
-    paths that live under /tmp (the store, the checkout itself) stay visible at their own paths, then
+    paths that live under /tmp (the store, the checkout, the input datasets) stay visible at their own paths, then
     empty private views of the checkout's state directories, then exec the daemon. `private` is first
     bound to a staging point outside /tmp and the checkout, so no later mount hides a source."""
     q = shlex.quote
@@ -136,12 +136,11 @@ def _isolating_script(private: Path, shared: list[Path], command: list[str]) -> 
     staging.mkdir(parents=True, exist_ok=True)
     (private / "tmp").mkdir(parents=True, exist_ok=True)
     lines = ["set -e", f"mount --bind {q(str(private))} {q(str(staging))}"]
-    for path in shared:
-        path = path.resolve()
-        if path.is_relative_to("/tmp"):
-            inside = private / "tmp" / path.relative_to("/tmp")
-            inside.mkdir(parents=True, exist_ok=True)
-            lines.append(f"mount --rbind {q(str(path))} {q(str(staging / 'tmp' / path.relative_to('/tmp')))}")
+    for path in shared:  # at the path the harness names it by, and at the path a symlink leads to
+        for seen_as in dict.fromkeys((path.absolute(), path.resolve())):
+            if seen_as.is_relative_to("/tmp"):
+                (private / "tmp" / seen_as.relative_to("/tmp")).mkdir(parents=True, exist_ok=True)
+                lines.append(f"mount --rbind {q(str(path.resolve()))} {q(str(staging / 'tmp' / seen_as.relative_to('/tmp')))}")
     lines.append(f"mount --rbind {q(str(staging / 'tmp'))} /tmp")
     for name in PRIVATE_VIEWS:
         (private / "views" / name).mkdir(parents=True, exist_ok=True)
@@ -197,7 +196,7 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
             cluster.worker_pids.append(_spawn(directory, f"worker-{i}", [
                 "org.apache.spark.deploy.worker.Worker", "--host", host, "--webui-port", str(webui_port + 1 + i),
                 "--cores", str(cores), "--memory", memory, "--work-dir", str(work), cluster.url],
-                host, private, [store, REPO] if isolated else []))
+                host, private, _shared_paths(store) if isolated else []))
             cluster.worker_hosts.append(host)
             _save(cluster)
         alive = lambda: sum(w.get("state") == "ALIVE" for w in cluster.state().get("workers", [])) >= workers  # noqa: E731
@@ -206,6 +205,14 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
         down(directory)
         raise
     return cluster
+
+
+def _shared_paths(store: Path) -> list[Path]:
+    """What every isolated host sees: the store, the checkout (the code, installed on every node) and
+    the input datasets (HARNESS_SHARED, standing in for shared storage that holds the input)."""
+    from .datasets import shared_root
+
+    return [store, REPO] + [p for p in (shared_root(),) if p.exists()]
 
 
 def _isolated_store(directory: Path, store: Path | None) -> Path:
