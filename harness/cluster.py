@@ -4,7 +4,8 @@ package (`bin/spark-class ...deploy.master.Master` / `...Worker`): one master on
 Isolated (`hosts`, the default of `make cluster-up`): worker i binds 127.0.0.(i + 2), so Spark treats
 each as its own host, and runs in its own mount namespace (`unshare -m`) with a private /tmp and private,
 empty views of the checkout's .cache, .cluster and results/. Only the store (HARNESS_STORE) and the
-input datasets (HARNESS_SHARED) are shared, as on a real cluster. Shared (`workers`): every worker on 127.0.0.1, seeing the same files.
+input datasets (HARNESS_SHARED) are shared, as on a real cluster. Not isolated (`--shared-tmp`): every
+worker on 127.0.0.1, seeing the same files.
 
 State (pids, URLs, logs, the workers' private directories) lives in one directory (default .cluster/),
 so `down` stops exactly what `up` started, executors and their Python workers included."""

@@ -3,10 +3,10 @@ the W workers and built once per (graph, W) by one Spark job.
 
 Vertices are relabelled to dense ranks first: by (degree, id) for undirected graphs, so that forward
 lists (neighbours ranked above the key) stay short; by id for directed ones. Worker p holds, for each
-key k with partition_of(k) = p, the sorted forward list and the sorted reverse list of k. Partitions are files,
-memory-mapped by the tasks that probe them. The partitions are checkpointed in the store (HARNESS_STORE) by
-the task that built them, and each executor maps its own local copy, fetched from the store on a miss
-(harness.store), so any executor on any host can serve any worker."""
+key k with partition_of(k) = p, the sorted forward list and the sorted reverse list of k. Partitions
+are files, checkpointed in the store (HARNESS_STORE) by the task that built them; each executor
+memory-maps its own local copy, fetched from the store on a miss (harness.store), so any executor on
+any host can serve any worker."""
 from __future__ import annotations
 
 import atexit
