@@ -229,7 +229,7 @@ def cmd_cluster(args) -> int:
         c = cluster.up(directory, args.hosts, args.cores, args.memory, args.port, args.webui_port, isolated=isolated)
         if isolated:
             console.print(f"cluster: master {c.url} (UI {c.webui}), {args.hosts} hosts ({', '.join(c.worker_hosts)}) x "
-                          f"{args.cores} cores, each with a private /tmp, sharing only the store {c.store}; run with "
+                          f"{args.cores} cores, each with a private /tmp, sharing the store {c.store} and the input datasets; run with "
                           f"SPARK_MASTER={c.url} HARNESS_STORE={c.store}; stop with `make cluster-down`")
         else:
             console.print(f"cluster: master {c.url} (UI {c.webui}), {args.hosts} workers on {cluster.HOST} x {args.cores} "
