@@ -212,8 +212,7 @@ def graphx_peer(spark, graph, pattern: Pattern, workers: int, timed) -> PeerResu
     jvm = sc._jvm
     class_tag = getattr(getattr(jvm.scala.reflect, "ClassTag$"), "MODULE$")
     memory_only = jvm.org.apache.spark.storage.StorageLevel.MEMORY_ONLY()
-    workdir = store.scratch(store.new_name("graphx"))  # executors write and read the export: the store, not /tmp
-    workdir.mkdir(parents=True)
+    workdir = store.new_scratch("graphx")  # executors write and read the export: the store, not /tmp
     path = str(workdir / "edges")
     graphs = []
 

@@ -127,8 +127,7 @@ class Runner:
             stream = None
             if stream_spec is not None:  # the initial graph is a set of directed edges in every semantics
                 directed, _, _ = self.graph(source, "directed", req.workers)
-                workdir = store.scratch(store.new_name("stream"))  # Spark's tasks write it: the store, not /tmp
-                workdir.mkdir(parents=True)
+                workdir = store.new_scratch("stream")  # Spark's tasks write it: the store, not /tmp
                 with self._counters.job_group(f"load:{source.name}"):
                     stream = updates.load_stream(spark, str(stream_spec), directed.df, workdir)
             impl = impl_cls(RunContext(spark, graph, spec, req.workers, dict(req.params), arrangements, stream))

@@ -1,7 +1,7 @@
 """Where data lives (issue 20), shared-nothing: the only storage that every process sees is the store,
 named by HARNESS_STORE; everything else is on the local disk of the process that wrote it.
 
-- The store holds the input, the canonical graph cache and the checkpoints of per-worker state
+- The store holds the canonical graph cache, update streams and the checkpoints of per-worker state
   (index partitions, update overlays, batch queues), under `scratch/`. It is a directory every host
   mounts (NFS, a FUSE mount of HDFS or S3); local mode defaults to the checkout's .cache.
 - Each executor keeps a memory-mapped local copy of the immutable files it reads, filled from the
@@ -52,13 +52,11 @@ def require_for(master: str) -> None:
                         f"e.g. {SETTING}=/shared/harness); see the README, 'Running on a real cluster'")
 
 
-def scratch(name: str) -> Path:
-    """The store's directory for one piece of per-run state (removed by the driver that made it)."""
-    return root() / "scratch" / name
-
-
-def new_name(kind: str) -> str:
-    return f"{kind}-{uuid.uuid4().hex[:12]}"
+def new_scratch(kind: str) -> Path:
+    """A fresh directory in the store for one piece of per-run state (the driver that made it removes it)."""
+    path = root() / "scratch" / f"{kind}-{uuid.uuid4().hex[:12]}"
+    path.mkdir(parents=True)
+    return path
 
 
 def local_root() -> Path:
@@ -88,23 +86,24 @@ def local_copy(stored: str) -> str:
     return local
 
 
+def _atomic(path: str, write) -> None:
+    """`write(tmp)` then rename: a reader sees the whole file or none (a re-executed task rewrites the same bytes)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    write(tmp)
+    os.replace(tmp, path)
+
+
 def write_through(stored: str, write) -> str:
     """`write(path)` writes an immutable file: kept as this host's local copy, then copied into the
-    store (each step atomic, so a re-executed task rewrites the same bytes). Returns the local path."""
+    store. Returns the local path."""
     local = cached_path(stored)
-    for path in (local, stored):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{local}.{os.getpid()}.tmp"
-    write(tmp)
-    os.replace(tmp, local)
-    tmp = f"{stored}.{os.getpid()}.tmp"
-    shutil.copyfile(local, tmp)
-    os.replace(tmp, stored)
+    _atomic(local, write)
+    _atomic(stored, lambda tmp: shutil.copyfile(local, tmp))
     return local
 
 
-def save_array(stored: str, array, **more) -> str:
-    """np.save (or np.savez, given `more` arrays by name) through `write_through`."""
+def _array_writer(array, more: dict):
     import numpy as np
 
     def write(path: str) -> None:
@@ -113,4 +112,14 @@ def save_array(stored: str, array, **more) -> str:
                 np.savez(fh, **more)
             else:
                 np.save(fh, array)
-    return write_through(stored, write)
+    return write
+
+
+def save_array(stored: str, array, **more) -> str:
+    """np.save (or np.savez, given `more` arrays by name) through `write_through`."""
+    return write_through(stored, _array_writer(array, more))
+
+
+def save_to_store(stored: str, array) -> None:
+    """np.save into the store only: for the driver, which keeps no local copies."""
+    _atomic(stored, _array_writer(array, {}))

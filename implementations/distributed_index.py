@@ -31,8 +31,7 @@ _created: list[Path] = []
 
 def new_root(kind: str) -> Path:
     """A fresh directory in the store for one index's checkpoint, removed when the driver exits."""
-    root = store.scratch(store.new_name(kind))
-    root.mkdir(parents=True)
+    root = store.new_scratch(kind)
     register_for_cleanup(root)
     return root
 
@@ -59,15 +58,11 @@ class PartitionedIndex:
     forward: np.ndarray  # per worker: forward-list entries
     reverse: np.ndarray  # per worker: reverse-list entries
     loop_vertices: np.ndarray  # ranks with a self-loop
-    ranking: tuple[np.ndarray, np.ndarray]  # (sorted vertex ids, rank of each): id -> rank on the driver
+    ranking: tuple[np.ndarray, np.ndarray]  # (sorted vertex ids, rank of each): see to_ranks
 
     @property
     def loops(self) -> int:
         return len(self.loop_vertices)
-
-    def rank(self, ids: np.ndarray) -> np.ndarray:
-        sorted_ids, rank_of = self.ranking
-        return rank_of[np.searchsorted(sorted_ids, ids)].astype(np.int64)
 
     def describe(self) -> dict:
         entries = self.forward + self.reverse
@@ -105,16 +100,15 @@ def build(spark, edges, undirected: bool, workers: int, extra_vertices=None) -> 
         stats[p] = meta
         loops.append(arrays[0])
     loop_vertices = (np.sort(np.concatenate(loops)) if loops else np.zeros(0, np.int32)).astype(np.int32)
-    _save_to_store(root / "loops.npy", loop_vertices)  # the driver writes to the store, never to an executor's disk
+    store.save_to_store(str(root / "loops.npy"), loop_vertices)  # the driver writes to the store, not an executor's disk
     return PartitionedIndex(root, workers, undirected, len(ids), ids[np.argsort(rank)], stats[:, 0], stats[:, 1],
                             stats[:, 2], loop_vertices, (ids, rank))
 
 
-def _save_to_store(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        np.save(fh, array)
-    os.replace(tmp, path)
+def to_ranks(ranking: tuple[np.ndarray, np.ndarray], ids: np.ndarray) -> np.ndarray:
+    """Dense ranks (int32, as held) of original vertex ids, given (sorted vertex ids, rank of each)."""
+    sorted_ids, rank_of = ranking
+    return rank_of[np.searchsorted(sorted_ids, ids)]
 
 
 def rank_vertices(edges, undirected: bool, extra_vertices=None) -> tuple[np.ndarray, np.ndarray]:
@@ -136,10 +130,9 @@ def rank_vertices(edges, undirected: bool, extra_vertices=None) -> tuple[np.ndar
 
 def _route_entries(ranking, workers: int, undirected: bool, tokens: np.ndarray):
     def route(iterator):
-        sorted_ids, rank_of = ranking.value
         for batch in iterator:
-            s = rank_of[np.searchsorted(sorted_ids, batch.column(0).to_numpy())]
-            d = rank_of[np.searchsorted(sorted_ids, batch.column(1).to_numpy())]
+            s = to_ranks(ranking.value, batch.column(0).to_numpy())
+            d = to_ranks(ranking.value, batch.column(1).to_numpy())
             if undirected:  # rows are the simple graph: forward from the lower rank, reverse from the higher
                 s, d = np.minimum(s, d), np.maximum(s, d)
             keys = np.concatenate([s, d]).astype(np.int32)

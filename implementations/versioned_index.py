@@ -89,11 +89,14 @@ class VersionedIndex:
     undirected: bool
     vertices: int
     ids: np.ndarray  # rank -> original vertex id
-    rank: object = None  # original ids -> ranks, on the driver (PartitionedIndex.rank)
+    ranking: tuple[np.ndarray, np.ndarray] = None  # (sorted vertex ids, rank of each), on the driver
     base: int = 0  # batch of the last compaction
     version: int = 0  # batches applied
     compactions: int = 0
     sizes: np.ndarray = field(default_factory=lambda: np.zeros((0, len(INDEX_FIELDS)), np.int64))  # per worker
+
+    def rank(self, ids: np.ndarray) -> np.ndarray:
+        return distributed_index.to_ranks(self.ranking, ids)
 
     @property
     def view(self) -> tuple[int, int]:
@@ -149,18 +152,15 @@ def build(spark, directed_edges, relation, undirected: bool, workers: int, extra
     sizes = np.zeros((workers, len(INDEX_FIELDS)), np.int64)
     sizes[:, 0], sizes[:, 1] = index.keys, index.forward + index.reverse
     sizes[:, 5] = [_worker_bytes(root, p, 0, 0) for p in range(workers)]
-    return VersionedIndex(index.root, workers, undirected, index.vertices, index.ids, index.rank, sizes=sizes)
+    return VersionedIndex(index.root, workers, undirected, index.vertices, index.ids, index.ranking, sizes=sizes)
 
 
 def _route_pairs(ranking, workers: int, tokens: np.ndarray):
     """(src, dst) rows in original ids -> rank pairs at the owners of their endpoints."""
     def route(iterator):
-        sorted_ids, rank_of = ranking.value
-
-        def rank(ids):
-            return rank_of[np.searchsorted(sorted_ids, ids)].astype(np.int64)
         for batch in iterator:
-            s, d = rank(batch.column(0).to_numpy()), rank(batch.column(1).to_numpy())
+            s = distributed_index.to_ranks(ranking.value, batch.column(0).to_numpy())
+            d = distributed_index.to_ranks(ranking.value, batch.column(1).to_numpy())
             owners, rows = _pair_owners(s, d, workers)
             out_tokens, payloads = exchange.route(HOMED, owners, [s[rows].astype(np.int32), d[rows].astype(np.int32)],
                                                   tokens, workers)
@@ -225,8 +225,7 @@ def begin_batch(index: VersionedIndex, updates, compact: bool) -> BatchUpdate:
     """Plan batch index.version + 1 of updates (a pyarrow Table src, dst, diff, seq held by the
     driver): the driver hands every update to the owners of both its endpoints."""
     root, workers, k, b = str(index.root), index.workers, index.version + 1, index.base
-    rank = index.rank
-    s, d = rank(updates.column("src").to_numpy()), rank(updates.column("dst").to_numpy())
+    s, d = index.rank(updates.column("src").to_numpy()), index.rank(updates.column("dst").to_numpy())
     owners, rows = _pair_owners(s, d, workers)
     columns = [s.astype(np.int32), d.astype(np.int32), updates.column("diff").to_numpy().astype(np.int8),
                updates.column("seq").to_numpy().astype(np.int64)]
