@@ -6,6 +6,8 @@ named by HARNESS_STORE; everything else is on the local disk of the process that
   mounts (NFS, a FUSE mount of HDFS or S3); local mode defaults to the checkout's .cache.
 - Each executor keeps a memory-mapped local copy of the immutable files it reads, filled from the
   store on a miss (`local_copy`), so a replacement executor on another host rebuilds what it needs.
+  Files read once (queue chunks, stage state) are kept locally by the writer and read from the store
+  only by a task on another host (`write_bytes`, `read_bytes`, `drop_local`).
   The local copies live in the executor's own Spark scratch directory (SPARK_LOCAL_DIRS), which
   Spark removes with the executor."""
 from __future__ import annotations
@@ -96,11 +98,58 @@ def _atomic(path: str, write) -> None:
 
 def write_through(stored: str, write) -> str:
     """`write(path)` writes an immutable file: kept as this host's local copy, then copied into the
-    store. Returns the local path."""
+    store (a hard link when both are on one mount, as in local mode). Returns the local path."""
     local = cached_path(stored)
     _atomic(local, write)
-    _atomic(stored, lambda tmp: shutil.copyfile(local, tmp))
+    _atomic(stored, lambda tmp: _link_or_copy(local, tmp))
     return local
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another mount (EXDEV), or a store that has no hard links
+        shutil.copyfile(source, target)
+
+
+def write_bytes(stored: str, blob: bytes) -> None:
+    """`write_through` of one blob, e.g. a batch queue chunk or a stage's saved state."""
+    def write(path: str) -> None:
+        with open(path, "wb") as fh:
+            fh.write(blob)
+    write_through(stored, write)
+
+
+def read_bytes(stored: str) -> bytes:
+    """A store file read once: from this host's copy when it wrote it, else from the store (no copy kept)."""
+    for path in (cached_path(stored), stored):
+        try:
+            with open(path, "rb") as fh:
+                return fh.read()
+        except FileNotFoundError:
+            continue
+    raise FileNotFoundError(f"{stored}: not in the store ({SETTING}={configured() or root()}); "
+                            f"is it the same directory on every host?")
+
+
+def drop_local(stored: str) -> None:
+    """Forget this host's copy of a store file nobody will read again here (the store keeps its own)."""
+    try:
+        os.remove(cached_path(stored))
+    except FileNotFoundError:
+        pass
+
+
+def prune_local(stored_dir: str, settled) -> None:
+    """Drop this host's copies of the files under `stored_dir` that are gone from the store, among
+    those `settled(name)` says no running task still writes: a file written here but consumed on
+    another host leaves its local copy behind."""
+    local_dir = cached_path(stored_dir)
+    for folder, _, names in os.walk(local_dir):
+        for name in names:
+            local = os.path.join(folder, name)
+            if settled(name) and not os.path.exists(stored_dir + local[len(local_dir):]):
+                drop_local(stored_dir + local[len(local_dir):])
 
 
 def _array_writer(array, more: dict):

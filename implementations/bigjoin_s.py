@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness import store
 from harness.errors import ExecutionError
 
 from . import balanced_index, exchange
@@ -30,7 +31,7 @@ from .balanced_index import BalancedIndex, Partition, edge_code, edge_owner, res
 from .bigjoin import Batches, BiGJoin
 from .plan import BOTH, FORWARD, REVERSE
 from .prefix_extension import (ITEM_KINDS, ExtensionJob, StageBase, _concat, _Items, pack_items, take_window,
-                               unpack_items, write_file)
+                               unpack_items)
 
 RANGES, LOOKUPS, ANSWERS = 5, 6, 7  # blob kinds
 RESOLVE, MEMBER, COUNT = 0, 1, 2  # lookup operations
@@ -171,8 +172,8 @@ class _BalancedStage(StageBase):
             state = _open_ranges(items, first, last)
             self.add("held_prefixes", len(items.prefix))
         else:
-            with self.clock("io_us"), np.load(job.state_path(self.p, self.stage - 2)) as saved:
-                state = dict(saved)
+            with self.clock("io_us"):
+                state = _load_state(job.state_path(self.p, self.stage - 2))
             width = 2 if self.steps[phase - 1] == COUNT else 1
             answers, n = _gather_answers(data, state["lookup_dest"], job.workers, width)
             self.add("received_answers", n)
@@ -328,10 +329,18 @@ def split_work(work: np.ndarray, workers: int) -> tuple[np.ndarray, np.ndarray, 
 
 
 def _save_state(path: str, state: dict) -> None:
-    """A requester's state between its phases (a file per stage, so a re-executed task finds its input)."""
+    """A requester's state between its phases (a file per stage, so a re-executed task finds its input),
+    kept locally and checkpointed to the store like a queue chunk."""
     buffer = io.BytesIO()
     np.savez(buffer, **state)
-    write_file(path, buffer.getvalue())
+    store.write_bytes(path, buffer.getvalue())
+
+
+def _load_state(path: str) -> dict:
+    with np.load(io.BytesIO(store.read_bytes(path))) as saved:
+        state = dict(saved)
+    store.drop_local(path)  # read once; a re-executed task reads the checkpoint
+    return state
 
 
 def _open_ranges(items: Ranges, first: np.ndarray, last: np.ndarray) -> dict:

@@ -96,6 +96,8 @@ class DeltaJob(ExtensionJob):
         for path in sorted(glob.glob(pattern)):
             per_stage.setdefault(os.path.basename(path).rsplit("-a", 1)[0], path)
         items = _concat([read_queue(path) for path in per_stage.values()], Prefixes.empty(self.level))
+        for path in per_stage.values():
+            store.drop_local(path)  # used up by this job
         work = items.work().astype(np.int64)
         return items, np.zeros_like(work), work
 

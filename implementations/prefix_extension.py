@@ -13,12 +13,14 @@ upper bound and items often arrive early. BiGJoin schedules these jobs; its vari
 from __future__ import annotations
 
 import os
+import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from harness import store
 from harness.errors import ExecutionError
 
 from . import distributed_index, exchange
@@ -40,7 +42,9 @@ INT32_MAX = 2**31 - 1
 
 @dataclass
 class Chunk:
-    """A file of queued prefixes at one worker: their count and their total proposal work."""
+    """A file of queued prefixes at one worker: their count and their total proposal work. The task
+    that queued them keeps a local copy and checkpoints it to the store (store.write_through), so the
+    task that proposes from them reads locally when it runs on the same executor, else the checkpoint."""
     path: str
     rows: int
     work: int
@@ -279,29 +283,31 @@ def unpack_items(kind: int, meta: tuple, arrays: list[np.ndarray]) -> _Items:
 
 
 def read_queue(path: str) -> _Items:
-    with open(path, "rb") as fh:
-        kind, _, meta, arrays = exchange.unpack(fh.read())
+    kind, _, meta, arrays = exchange.unpack(store.read_bytes(path))
     return unpack_items(kind, meta, arrays)
 
 
-def write_file(path: str, blob: bytes) -> None:
-    """Atomically: a re-executed task rewrites the same file with the same content."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(blob)
-    os.replace(tmp, path)
+_JOB_IN_NAME = re.compile(r"j(\d{6})")
+
+
+def _job_of(name: str) -> int:
+    """The job that wrote a run-directory file (chunk_path and the state files name it)."""
+    found = _JOB_IN_NAME.search(name)
+    return int(found.group(1)) if found else -1
 
 
 def take_window(job: ExtensionJob, p: int, empty: _Items) -> tuple[_Items, np.ndarray, np.ndarray]:
     """The queued items overlapping this batch's work window [consumed, consumed + budget),
     with the positions [first, last) of their proposal work that fall inside it."""
     lo, hi = job.consumed[p], job.consumed[p] + job.budget
+    store.prune_local(job.run_dir, lambda name: not name.endswith(".tmp") and _job_of(name) < job.job_id)
     parts, base, offset = [], None, 0
     for chunk in job.queues[p]:
         if offset + chunk.work > lo and offset < hi:
             parts.append(read_queue(chunk.path))
             base = offset if base is None else base
+            if offset + chunk.work <= hi:  # used up by this batch: a re-executed task reads the checkpoint
+                store.drop_local(chunk.path)
         offset += chunk.work
         if offset >= hi:
             break
@@ -343,7 +349,7 @@ class StageBase:
         with self.clock("pack_us"):
             blob = pack_items(items, self.p, self.job.group)
         with self.clock("io_us"):
-            write_file(path, blob)
+            store.write_bytes(path, blob)
         self.add("queued_rows", len(items.prefix))
         self.add("queued_work", items.work().astype(np.int64).sum())
 

@@ -232,14 +232,15 @@ def test_a_pipelined_feed_reads_one_file_per_stage(tmp_path):
     a delta run by 386 on the cluster)."""
     import numpy as np
 
+    from harness.store import write_bytes
     from implementations.delta_bigjoin import DeltaJob
-    from implementations.prefix_extension import Prefixes, pack_items, write_file
+    from implementations.prefix_extension import Prefixes, pack_items
 
     job = DeltaJob("", 1, np.zeros(1, np.int64), None, 2, 10, [[]], [0], str(tmp_path), 3, feed=0)
     first = Prefixes.fresh(np.array([[1, 2], [1, 3]], np.int32), 1)
     second = Prefixes.fresh(np.array([[4, 5]], np.int32), 1)
     for stage, attempt, items in ((1, 7, first), (1, 9, first), (2, 8, second)):  # stage 1 ran twice
-        write_file(job.chunk_path(2, 0, stage, attempt), pack_items(items, 0))
-    write_file(job.chunk_path(2, 0, 1, 5, group=1), pack_items(second, 0))  # another group's: not fed
+        write_bytes(job.chunk_path(2, 0, stage, attempt), pack_items(items, 0))
+    write_bytes(job.chunk_path(2, 0, 1, 5, group=1), pack_items(second, 0))  # another group's: not fed
     items, lo, hi = job.window(0)
     assert sorted(map(tuple, items.prefix.tolist())) == [(1, 2), (1, 3), (4, 5)]

@@ -1,5 +1,7 @@
 """The storage model (issue 20): the store is the one directory every process sees; a process's own
 copies are rebuilt from it on a miss; a missing or unusable store is one clear line."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -35,6 +37,44 @@ def test_a_miss_is_filled_from_the_store(places, monkeypatch, tmp_path):
     with np.load(copy) as z:
         assert z["codes"].tolist() == [3, 1] and z["present"].tolist() == [True, False]
     assert store.local_copy(stored) == copy
+
+
+def test_a_queue_chunk_is_read_locally_where_written_and_from_the_store_elsewhere(places, monkeypatch, tmp_path):
+    """Batch queues and stage state: read once, so a miss reads the checkpoint without keeping a copy,
+    and the reader drops its copy when the data is used up."""
+    shared, local = places
+    stored = str(shared / "scratch" / "run-x" / "L2" / "p0" / "j000001-g0-s3-a0.bin")
+    store.write_bytes(stored, b"queued prefixes")
+    kept = store.cached_path(stored)
+    assert open(kept, "rb").read() == open(stored, "rb").read() == b"queued prefixes"
+    Path(stored).rename(f"{stored}.away")
+    assert store.read_bytes(stored) == b"queued prefixes"  # this executor's copy
+    Path(f"{stored}.away").rename(stored)
+    store.drop_local(stored)
+    assert not Path(kept).exists()
+    assert store.read_bytes(stored) == b"queued prefixes"  # the checkpoint
+    assert not Path(kept).exists()
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", str(tmp_path / "other-host"))
+    assert store.read_bytes(stored) == b"queued prefixes"
+    assert not (tmp_path / "other-host").exists()
+    with pytest.raises(FileNotFoundError, match="not in the store \\(HARNESS_STORE="):
+        store.read_bytes(str(shared / "scratch" / "run-x" / "gone.bin"))
+
+
+def test_local_copies_of_consumed_files_are_pruned(places):
+    """A chunk written on this executor but consumed on another leaves a copy here; once the driver has
+    removed it from the store it goes, but never a file a running task may still be writing."""
+    shared, _ = places
+    run = str(shared / "scratch" / "run-y")
+    paths = {name: f"{run}/L1/p0/{name}" for name in ("j000001-a.bin", "j000002-b.bin", "j000004-c.bin")}
+    for path in paths.values():
+        store.write_bytes(path, b"x")
+    for name in ("j000001-a.bin", "j000004-c.bin"):
+        Path(paths[name]).unlink()  # consumed: the driver removed the checkpoint
+    store.prune_local(run, lambda name: int(name[1:7]) < 3)
+    assert not Path(store.cached_path(paths["j000001-a.bin"])).exists()
+    assert Path(store.cached_path(paths["j000002-b.bin"])).exists()  # still queued
+    assert Path(store.cached_path(paths["j000004-c.bin"])).exists()  # not settled
 
 
 def test_a_file_missing_from_the_store_names_the_setting(places):
