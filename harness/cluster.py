@@ -71,12 +71,16 @@ class Cluster:
         found = {}
         for pid in self.worker_pids:
             try:
-                for child in psutil.Process(pid).children():
-                    args = child.cmdline()
-                    if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in args and "--executor-id" in args:
-                        found[args[args.index("--executor-id") + 1]] = child.pid
+                children = psutil.Process(pid).children()
             except psutil.Error:
-                pass
+                continue
+            for child in children:
+                try:  # one child that is gone or a zombie (a worker leaves a defunct bash) hides no other
+                    args = child.cmdline()
+                except psutil.Error:
+                    continue
+                if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in args and "--executor-id" in args:
+                    found[args[args.index("--executor-id") + 1]] = child.pid
         return found
 
 
