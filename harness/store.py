@@ -82,10 +82,14 @@ def local_copy(stored: str) -> str:
         try:
             shutil.copyfile(stored, tmp)
         except FileNotFoundError:
-            raise FileNotFoundError(f"{stored}: not in the store ({SETTING}={configured() or root()}); "
-                                    f"is it the same directory on every host?") from None
+            raise _not_in_store(stored) from None
         os.replace(tmp, local)
     return local
+
+
+def _not_in_store(stored: str) -> FileNotFoundError:
+    return FileNotFoundError(f"{stored}: not in the store ({SETTING}={configured() or root()}); "
+                             f"is it the same directory on every host?")
 
 
 def _atomic(path: str, write) -> None:
@@ -128,8 +132,7 @@ def read_bytes(stored: str) -> bytes:
                 return fh.read()
         except FileNotFoundError:
             continue
-    raise FileNotFoundError(f"{stored}: not in the store ({SETTING}={configured() or root()}); "
-                            f"is it the same directory on every host?")
+    raise _not_in_store(stored)
 
 
 def drop_local(stored: str) -> None:
@@ -142,14 +145,15 @@ def drop_local(stored: str) -> None:
 
 def prune_local(stored_dir: str, settled) -> None:
     """Drop this host's copies of the files under `stored_dir` that are gone from the store, among
-    those `settled(name)` says no running task still writes: a file written here but consumed on
-    another host leaves its local copy behind."""
+    those `settled(relative path)` says no running task still writes: a file written here but consumed
+    on another host leaves its local copy behind."""
     local_dir = cached_path(stored_dir)
     for folder, _, names in os.walk(local_dir):
         for name in names:
-            local = os.path.join(folder, name)
-            if settled(name) and not os.path.exists(stored_dir + local[len(local_dir):]):
-                drop_local(stored_dir + local[len(local_dir):])
+            relative = os.path.relpath(os.path.join(folder, name), local_dir)
+            stored = os.path.join(stored_dir, relative)
+            if settled(relative) and not os.path.exists(stored):
+                drop_local(stored)
 
 
 def _array_writer(array, more: dict):

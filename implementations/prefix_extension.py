@@ -43,7 +43,7 @@ INT32_MAX = 2**31 - 1
 @dataclass
 class Chunk:
     """A file of queued prefixes at one worker: their count and their total proposal work. The task
-    that queued them keeps a local copy and checkpoints it to the store (store.write_through), so the
+    that queued them keeps a local copy and checkpoints it to the store (store.write_bytes), so the
     task that proposes from them reads locally when it runs on the same executor, else the checkpoint."""
     path: str
     rows: int
@@ -290,9 +290,10 @@ def read_queue(path: str) -> _Items:
 _JOB_IN_NAME = re.compile(r"j(\d{6})")
 
 
-def _job_of(name: str) -> int:
-    """The job that wrote a run-directory file (chunk_path and the state files name it)."""
-    found = _JOB_IN_NAME.search(name)
+def _job_of(relative: str) -> int:
+    """The job that wrote a run-directory file, from its path in the run directory: chunk_path names it
+    in the file name, BiGJoin-S's state_path in the folder."""
+    found = _JOB_IN_NAME.search(relative)
     return int(found.group(1)) if found else -1
 
 
@@ -300,7 +301,7 @@ def take_window(job: ExtensionJob, p: int, empty: _Items) -> tuple[_Items, np.nd
     """The queued items overlapping this batch's work window [consumed, consumed + budget),
     with the positions [first, last) of their proposal work that fall inside it."""
     lo, hi = job.consumed[p], job.consumed[p] + job.budget
-    store.prune_local(job.run_dir, lambda name: not name.endswith(".tmp") and _job_of(name) < job.job_id)
+    store.prune_local(job.run_dir, lambda relative: not relative.endswith(".tmp") and _job_of(relative) < job.job_id)
     parts, base, offset = [], None, 0
     for chunk in job.queues[p]:
         if offset + chunk.work > lo and offset < hi:

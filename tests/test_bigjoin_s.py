@@ -85,3 +85,16 @@ def test_small_batches_keep_the_count_and_split_lists(spark, hub_graph):
     assert small.counters["proposals"] == whole.counters["proposals"]
     assert sum(small.counters["batches_per_level"]) > sum(whole.counters["batches_per_level"])
     assert small.counters["peak_prefixes_in_flight"] < whole.counters["peak_prefixes_in_flight"]
+
+
+def test_pruning_local_copies_knows_the_job_of_every_run_file(tmp_path):
+    """An executor prunes only the local copies of finished jobs; BiGJoin-S's stage state names its job
+    in the folder, not the file name, and must not pass for an old job's file while its job runs."""
+    import os
+
+    from implementations.bigjoin_s import BalancedJob
+    from implementations.prefix_extension import _job_of
+
+    job = BalancedJob("", 2, np.zeros(2, np.int64), None, 2, 10, [[], []], [0, 0], str(tmp_path), 7)
+    for path in (job.state_path(1, 2), job.chunk_path(3, 1, 4, 0)):
+        assert _job_of(os.path.relpath(path, job.run_dir)) == 7

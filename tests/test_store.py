@@ -71,7 +71,7 @@ def test_local_copies_of_consumed_files_are_pruned(places):
         store.write_bytes(path, b"x")
     for name in ("j000001-a.bin", "j000004-c.bin"):
         Path(paths[name]).unlink()  # consumed: the driver removed the checkpoint
-    store.prune_local(run, lambda name: int(name[1:7]) < 3)
+    store.prune_local(run, lambda relative: int(Path(relative).name[1:7]) < 3)
     assert not Path(store.cached_path(paths["j000001-a.bin"])).exists()
     assert Path(store.cached_path(paths["j000002-b.bin"])).exists()  # still queued
     assert Path(store.cached_path(paths["j000004-c.bin"])).exists()  # not settled
