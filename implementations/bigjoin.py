@@ -194,8 +194,8 @@ class Counters:
 
     def add(self, job: ExtensionJob | GroupJob, result: JobResult, queued: int) -> None:
         subs = job.jobs if isinstance(job, GroupJob) else [job]
-        for j in {sub.level for sub in subs}:
-            self.jobs_per_level[j] += 1
+        for level in {sub.level for sub in subs}:
+            self.jobs_per_level[level] += 1
         for sub in subs:  # a pipelined job runs several levels
             part = result.of_group(sub.group) if len(subs) > 1 else result
             if sub.level == 0:
@@ -208,9 +208,15 @@ class Counters:
             self.totals[name] += result.total(name)
         loads = sum(result.per_worker(name) for name in RECEIVED)  # (stage, worker)
         received = loads.sum(axis=1)
+        offsets = job.offsets if isinstance(job, GroupJob) else [0]
+        for sub, offset in zip(subs, offsets):  # a pipelined sub's exchanges start at its offset
+            part = result.of_group(sub.group) if len(subs) > 1 else result
+            mine = sum(part.per_worker(name) for name in RECEIVED).sum(axis=1) if len(part.stats) else []
+            for exchange in range(1, sub.exchanges + 1):
+                stage = offset + exchange
+                key = f"level{sub.level}.exchange{exchange}"
+                self.by_round[key] = self.by_round.get(key, 0) + (int(mine[stage]) if stage < len(mine) else 0)
         for stage in range(1, len(received)):
-            key = f"level{j}.exchange{stage}"
-            self.by_round[key] = self.by_round.get(key, 0) + int(received[stage])
             self.max_round = max(self.max_round, int(received[stage]))
             self.round_loads.append(loads[stage].tolist())
         self.exchanged += int(received[1:].sum())

@@ -94,6 +94,21 @@ def test_awkward_batches_with_changed_matches(spark, semantics):
         assert outcomes[0].counters["inserts_ignored"] == 1 and outcomes[0].counters["deletes_ignored"] == 1
 
 
+def test_a_pipelined_batch_labels_each_exchange_with_its_own_level(spark):
+    """One Spark job runs every level of the delta queries one after the other: each exchange's
+    tuples are counted under the level it extends and its number within that level."""
+    spec = make_join_spec(BUILTINS["clique4"], "undirected")
+    (out,) = maintain(spark, K4_PLUS, AWKWARD[:1], spec)
+    per_round = out.counters["tuples_exchanged_per_round"]
+    labels = [key.split(".") for key in per_round]
+    levels = {int(level.removeprefix("level")) for level, _ in labels}
+    assert levels == {1, 2, 3}, per_round
+    for level in levels:
+        numbers = sorted(int(n.removeprefix("exchange")) for lv, n in labels if lv == f"level{level}")
+        assert numbers == list(range(1, len(numbers) + 1)), per_round
+    assert sum(per_round.values()) == out.counters["tuples_exchanged"] > 0
+
+
 @pytest.mark.thorough
 def test_results_do_not_depend_on_the_number_of_workers(spark):
     spec = make_join_spec(BUILTINS["clique4"], "undirected")
