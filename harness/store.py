@@ -51,7 +51,7 @@ def require_for(master: str) -> None:
     """A cluster has no directory every process sees unless the user names one."""
     if not master.startswith("local") and not configured():
         raise DataError(f"{SETTING} is not set: the cluster master {master} needs a store (a directory every host mounts, "
-                        f"e.g. {SETTING}=/shared/harness); see the README, 'Running on a real cluster'")
+                        f"e.g. {SETTING}=/shared/harness); see docs/cluster.md, 'Running on a real cluster'")
 
 
 def new_scratch(kind: str) -> Path:

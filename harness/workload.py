@@ -42,7 +42,7 @@ class Workload:
     tier: str = "default"
     time_threshold: float | None = None  # the regression gate's, for baselines of this workload
     min_seconds: float | None = None
-    allow_unverified: bool = False  # UNVERIFIED runs exit 0 (still labelled); never for the gate or a README figure
+    allow_unverified: bool = False  # UNVERIFIED runs exit 0 (still labelled); never for the gate or a figure in README.md, docs/, results/README.md
     expected_timeouts: list[str] = field(default_factory=list)  # implementations whose TIM is an expected result
     spark_floor: bool = False  # time empty Spark jobs shaped like each run's query (Spark's floor)
 

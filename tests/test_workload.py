@@ -81,10 +81,13 @@ def test_update_stream_key(tmp_path):
 
 
 def _readme_workloads() -> set[tuple[str, str | None]]:
-    """(workload, tier) behind every figure the README gives, plus `make bench` itself and the gate."""
+    """(workload, tier) behind every figure the documentation gives (README.md, every docs/*.md and
+    results/README.md), plus `make bench` itself and the gate."""
     import re
 
-    text = (Path(workload.WORKLOAD_DIR).parent / "README.md").read_text()
+    root = Path(workload.WORKLOAD_DIR).parent
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md")), root / "results" / "README.md"]
+    text = "\n".join(page.read_text() for page in pages)
     found = {(m.group(1), m.group(3)) for m in re.finditer(r"make bench WORKLOAD=([\w-]+)( TIER=([\w-]+))?", text)}
     found |= {(m.group(1), m.group(3)) for m in re.finditer(r"harness bench ([\w-]+)( --tier ([\w-]+))?", text)}
     return found | {("triangle", None), ("gate", None)}

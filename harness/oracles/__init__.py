@@ -31,7 +31,7 @@ COUNTS = {
               "edges of (triangles on the edge) - 2",
 }
 ORACLES = tuple(COUNTS)
-FASTEST_FIRST = ("native", "graphblas", "duckdb")  # measured: see the README's Oracles section
+FASTEST_FIRST = ("native", "graphblas", "duckdb")  # measured: see docs/oracles.md ("Oracle speed" in results/README.md)
 
 
 def not_applicable(name: str, pattern: Pattern) -> str | None:
