@@ -20,8 +20,9 @@ from harness import store
 from . import distributed_index, exchange
 from .csr import locate_sorted
 from .distributed_index import PartitionedIndex
+from .exchange import BlobKind
+from .keys import edge_code
 
-RESOLVER, MEMBERSHIP = 11, 12  # blob kinds of index entries on their way to their owner
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
@@ -38,10 +39,6 @@ def pair_owner(a: np.ndarray, b: np.ndarray, workers: int) -> np.ndarray:
 def resolver_code(key: np.ndarray, kind: np.ndarray, position: np.ndarray) -> np.ndarray:
     """(key, kind 0 forward / 1 reverse, position) as one sortable int64."""
     return (key.astype(np.int64) << 32) | (kind.astype(np.int64) << 31) | position.astype(np.int64)
-
-
-def edge_code(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    return (src.astype(np.int64) << 32) | dst.astype(np.int64)
 
 
 def resolver_owner(codes: np.ndarray, workers: int) -> np.ndarray:
@@ -128,14 +125,14 @@ def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):
             key = np.repeat(np.asarray(keys), deg)
             position = np.arange(len(values), dtype=np.int64) - np.repeat(offsets[kind, :-1], deg)
             code = resolver_code(key, np.full(len(key), kind), position)
-            routed = exchange.route(RESOLVER, pair_owner(key, position, workers), [code, np.asarray(values)], tokens, workers)
+            routed = exchange.route(BlobKind.RESOLVER, pair_owner(key, position, workers), [code, np.asarray(values)], tokens, workers)
             out_tokens += routed[0]
             payloads += routed[1]
         # Membership: every edge row once, as the forward entry (src, dst) of its source key.
         src = np.repeat(np.asarray(keys), degrees[0].astype(np.int64))
         dst = np.asarray(forward)
         code = edge_code(src, dst)
-        routed = exchange.route(MEMBERSHIP, pair_owner(src, dst, workers), [code], tokens, workers)
+        routed = exchange.route(BlobKind.MEMBERSHIP, pair_owner(src, dst, workers), [code], tokens, workers)
         out_tokens += routed[0]
         payloads += routed[1]
         if payloads:
@@ -148,7 +145,7 @@ def _gather(root: str):
         p = exchange.current_partition()
         codes, values, edges = [], [], []
         for kind, _, arrays in exchange.received(iterator, p):
-            if kind == RESOLVER:
+            if kind == BlobKind.RESOLVER:
                 codes.append(arrays[0])
                 values.append(arrays[1])
             else:

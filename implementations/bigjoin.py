@@ -19,7 +19,16 @@ from harness.errors import DataError
 from . import distributed_index, exchange
 from .base import Implementation, Outcome
 from .plan import ExtensionPlan
-from .prefix_extension import FIELDS, PYTHON_CLOCKS, RECEIVED, Chunk, ExtensionJob, GroupJob, JobResult, run_job
+from .prefix_extension import (
+    FIELDS,
+    PYTHON_CLOCKS,
+    RECEIVED,
+    Chunk,
+    ExtensionJob,
+    GroupJob,
+    JobResult,
+    run_job,
+)
 
 DEFAULT_BATCH = 1 << 22
 # A round has enough work to share when its workers receive at least this many tuples each on
@@ -212,9 +221,9 @@ class Counters:
         for sub, offset in zip(subs, offsets):  # a pipelined sub's exchanges start at its offset
             part = result.of_group(sub.group) if len(subs) > 1 else result
             mine = sum(part.per_worker(name) for name in RECEIVED).sum(axis=1) if len(part.stats) else []
-            for exchange in range(1, sub.exchanges + 1):
-                stage = offset + exchange
-                key = f"level{sub.level}.exchange{exchange}"
+            for number in range(1, sub.exchanges + 1):
+                stage = offset + number
+                key = f"level{sub.level}.exchange{number}"
                 self.by_round[key] = self.by_round.get(key, 0) + (int(mine[stage]) if stage < len(mine) else 0)
         for stage in range(1, len(received)):
             self.max_round = max(self.max_round, int(received[stage]))

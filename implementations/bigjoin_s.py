@@ -27,13 +27,28 @@ from harness import store
 from harness.errors import ExecutionError
 
 from . import balanced_index, exchange
-from .balanced_index import BalancedIndex, Partition, edge_code, edge_owner, resolver_code, resolver_owner
+from .balanced_index import (
+    BalancedIndex,
+    Partition,
+    edge_owner,
+    resolver_code,
+    resolver_owner,
+)
 from .bigjoin import Batches, BiGJoin
-from .plan import BOTH, FORWARD, REVERSE
-from .prefix_extension import (ITEM_KINDS, ExtensionJob, StageBase, _concat, _Items, pack_items, take_window,
-                               unpack_items)
+from .constants import BOTH, FORWARD, REVERSE
+from .exchange import BlobKind
+from .keys import edge_code, partition_of
+from .prefix_extension import (
+    ITEM_KINDS,
+    ExtensionJob,
+    StageBase,
+    _concat,
+    _Items,
+    pack_items,
+    take_window,
+    unpack_items,
+)
 
-RANGES, LOOKUPS, ANSWERS = 5, 6, 7  # blob kinds
 RESOLVE, MEMBER, COUNT = 0, 1, 2  # lookup operations
 MAX_LOOKUPS_PER_BLOB = 4 << 20
 
@@ -41,7 +56,7 @@ MAX_LOOKUPS_PER_BLOB = 4 << 20
 @dataclass
 class Ranges(_Items):
     """Queued work: positions [start, end) of prefix p's list in relation min_rel."""
-    KIND = RANGES
+    KIND = BlobKind.RANGES
     prefix: np.ndarray
     min_rel: np.ndarray
     start: np.ndarray
@@ -52,7 +67,7 @@ class Ranges(_Items):
         return self.end - self.start
 
 
-ITEM_KINDS[RANGES] = Ranges
+ITEM_KINDS[BlobKind.RANGES] = Ranges
 
 
 class AllWorkersFull(Batches):
@@ -152,11 +167,11 @@ class _BalancedStage(StageBase):
             tuples = len(answer) // (2 if op == COUNT else 1)
             if op != COUNT:  # resolved values (sorted within a list) and hit positions go as deltas too
                 answer = np.diff(answer, prepend=np.int32(0)).astype(np.int32)
-            blob = exchange.pack(ANSWERS, requester, [answer], (op, self.p, offset, len(codes)))
+            blob = exchange.pack(BlobKind.ANSWERS, requester, [answer], (op, self.p, offset, len(codes)))
             self._send(requester, blob, "sent_remote_answers", tuples)
 
     def _queue_ranges(self, data) -> None:
-        parts = [unpack_items(kind, meta, arrays) for kind, meta, arrays in data if kind == RANGES]
+        parts = [unpack_items(kind, meta, arrays) for kind, meta, arrays in data if kind == BlobKind.RANGES]
         ranges = _concat(parts, Ranges.empty(self.job.level + 1))
         self.add("received_ranges", len(ranges.prefix))
         if len(ranges.prefix):
@@ -225,7 +240,7 @@ class _BalancedStage(StageBase):
         elif op == MEMBER:
             dest = edge_owner(unique, w)
         else:
-            dest = exchange.partition_of(unique, w)
+            dest = partition_of(unique, w)
         state["lookup_dest"], state["lookup_inverse"] = dest, inverse.ravel()
         self.add("sent_lookups", len(unique))
         for q, sel in exchange.by_destination(dest, w):
@@ -233,7 +248,7 @@ class _BalancedStage(StageBase):
                 piece = unique[sel[offset:offset + MAX_LOOKUPS_PER_BLOB]]
                 # Sorted keys go as deltas: mostly small numbers, which Spark's shuffle compression shrinks.
                 deltas = np.diff(piece, prepend=np.int64(0))
-                self._send(q, exchange.pack(LOOKUPS, q, [deltas], (op, self.p, offset)), "sent_remote_lookups", len(piece))
+                self._send(q, exchange.pack(BlobKind.LOOKUPS, q, [deltas], (op, self.p, offset)), "sent_remote_lookups", len(piece))
 
     def _apply(self, op: int, step: int, state: dict, answer: np.ndarray) -> dict:
         plan, j = self.job.plan, self.job.level
@@ -360,7 +375,7 @@ def _gather_answers(data, dest: np.ndarray, workers: int, width: int) -> tuple[n
     out = np.zeros((len(dest), width), dtype=np.int32)
     answered = tuples = 0
     for kind, (op, owner, offset, looked_up), arrays in data:
-        if kind != ANSWERS:
+        if kind != BlobKind.ANSWERS:
             continue
         mine = sent_to[owner][offset: offset + looked_up]
         values = arrays[0] if op == COUNT else np.cumsum(arrays[0], dtype=np.int64)

@@ -33,7 +33,16 @@ from . import exchange, versioned_index
 from .base import BatchOutcome, Outcome
 from .bigjoin import BiGJoin, Counters
 from .plan import ExtensionPlan
-from .prefix_extension import Candidates, ExtensionJob, GroupJob, Prefixes, Stage, _concat, read_queue, run_job
+from .prefix_extension import (
+    Candidates,
+    ExtensionJob,
+    GroupJob,
+    Prefixes,
+    Stage,
+    _concat,
+    read_queue,
+    run_job,
+)
 
 DEFAULT_COMPACT_RATIO = 0.05  # compact when the overlays hold this share of the base's entries
 DEFAULT_SELF_CHECK_BATCHES = 2

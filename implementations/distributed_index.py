@@ -23,8 +23,9 @@ from harness.errors import DataError
 
 from . import exchange
 from .csr import build_csr, vertex_ranks
+from .exchange import BlobKind
+from .keys import partition_of
 
-EDGES = 10  # blob kind: (key, value, kind) index entries on their way to the key's owner
 LIST_FILES = ("keys", "offsets", "forward", "reverse")  # a partition's files (.npy) under p{p}/
 _created: list[Path] = []
 
@@ -138,7 +139,7 @@ def _route_entries(ranking, workers: int, undirected: bool, tokens: np.ndarray):
             keys = np.concatenate([s, d]).astype(np.int32)
             values = np.concatenate([d, s]).astype(np.int32)
             kinds = np.repeat(np.array([0, 1], dtype=np.int8), len(s))
-            out_tokens, payloads = exchange.route(EDGES, exchange.partition_of(keys, workers), [keys, values, kinds], tokens, workers)
+            out_tokens, payloads = exchange.route(BlobKind.EDGES, partition_of(keys, workers), [keys, values, kinds], tokens, workers)
             if payloads:
                 yield exchange.blobs_batch(out_tokens, payloads)
     return route

@@ -7,24 +7,38 @@ the destination worker, so the receiving task's partition id is the worker id.""
 from __future__ import annotations
 
 import zlib
+from enum import IntEnum
 
 import numpy as np
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from harness.errors import ExecutionError
 
+
+class BlobKind(IntEnum):
+    """What a blob carries; the receiver dispatches on it. One list, so no two modules pick the same number."""
+    CANDIDATES = 1  # prefixes with their candidate lists, during Intersect
+    PREFIXES = 2  # prefixes on their way to Count or Propose
+    STATS = 3  # a task's counters, travelling with the data to the driver
+    MATCHES = 4  # sampled matches
+    RANGES = 5  # BiGJoin-S: prefixes with their share of a proposal range
+    LOOKUPS = 6  # BiGJoin-S: requests to a resolver or membership owner
+    ANSWERS = 7  # BiGJoin-S: the answers to LOOKUPS
+    EDGES = 10  # (key, value, kind) index entries on their way to the key's owner
+    RESOLVER = 11  # BiGJoin-S index entries on their way to their resolver owner
+    MEMBERSHIP = 12  # BiGJoin-S index entries on their way to their membership owner
+    OPS = 20  # Delta-BiGJoin: update operations on their way to their owner
+    UPDATE_STATS = 22  # Delta-BiGJoin: what an update batch did on one worker
+    INDEX_STATS = 23  # Delta-BiGJoin: a worker's index sizes after a batch
+    HOMED = 24  # Delta-BiGJoin: changed edges on their way to the seeds' owner
+    CELL = 30  # Shares: one cell's result (was 20, the number OPS has)
+
+
 SCHEMA = StructType([StructField("token", LongType()), StructField("payload", BinaryType())])  # parsed once
 MAGIC = 0x5047_4A42  # "BJGP"
 _DTYPES = {1: np.dtype(np.int32), 2: np.dtype(np.int64), 3: np.dtype(np.int8)}
 _CODES = {v: k for k, v in _DTYPES.items()}
 MAX_BLOB_BYTES = 64 << 20
-_HASH_MULT = np.uint64(2654435761)
-
-
-def partition_of(keys: np.ndarray, workers: int) -> np.ndarray:
-    """The worker that owns each key (vertex rank) in every partitioned index."""
-    h = (keys.astype(np.uint64) * _HASH_MULT) & np.uint64(0xFFFFFFFF)
-    return ((h * np.uint64(workers)) >> np.uint64(32)).astype(np.int64)
 
 
 _tokens: dict[tuple[str, int], np.ndarray] = {}

@@ -5,7 +5,7 @@ ofsign, orsign): the sorted keys this worker owns with, per key, its sorted forw
 (offsets rows 0 and 1); then an overlay of changes to those lists (Delta-BiGJoin), per key sorted
 values with a sign (+1 added, -1 removed), in two views: rows 0, 1 the changes up to the current
 update batch, rows 2, 3 those before it. Static indices pass an empty overlay. A relation's kind is
-FORWARD, REVERSE or BOTH plus 3 * view (0: current, 1: old). BOTH reads reverse ++ forward, which is
+FORWARD, REVERSE or BOTH plus OLD * view (0: current, 1: old). BOTH reads reverse ++ forward, which is
 sorted because reverse neighbours rank below the key and forward ones above it.
 
 A lookup is a binary search, so a probe into a hub's list costs log(degree), never a scan, and a
@@ -16,17 +16,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .constants import BOTH, FORWARD, INT32_MAX, OLD, REVERSE
 from .csr import contains, intersect, lower_bound
-
-FORWARD, REVERSE, BOTH = 0, 1, 2
-INT32_MAX = 2**31 - 1
-
-
-@njit(cache=True)
-def part(k, workers):
-    """Owner of key k; the same function as exchange.partition_of."""
-    h = (np.uint64(k) * np.uint64(2654435761)) & np.uint64(0xFFFFFFFF)
-    return np.int64((h * np.uint64(workers)) >> np.uint64(32))
+from .keys import owner
 
 
 @njit(cache=True)
@@ -72,7 +64,7 @@ def _signed(sign, start, end):
 def list_ranges(ix, kind, k, lo, hi):
     """k's list restricted to [lo, hi]: positions (reverse base start, end, reverse change start, end,
     forward base start, end, forward change start, end) and the sizes of its reverse and forward parts."""
-    view, kind = kind // 3, kind % 3
+    view, kind = kind // OLD, kind % OLD
     rbs = rbe = rcs = rce = fbs = fbe = fcs = fce = nr = nf = 0
     if lo <= hi:
         if kind != FORWARD:
@@ -154,7 +146,7 @@ def count_items(p, workers, ix, level, prefix, mask, min_rel, min_count,
         for r in range(rel_count[level]):
             if mk & (1 << r):
                 k = prefix[i, rel_pos[level, r]]
-                if part(k, workers) != p:
+                if owner(k, workers) != p:
                     continue
                 g = list_ranges(ix, rel_kind[level, r], k, lo, hi)
                 c = g[8] + g[9]
@@ -181,7 +173,7 @@ def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last,
     for i in range(n):
         r = min_rel[i]
         k = prefix[i, rel_pos[level, r]]
-        if part(k, workers) != p:
+        if owner(k, workers) != p:
             raise ValueError("a prefix is queued away from its proposing relation's worker")
         lo, hi = value_bounds(level, prefix, i, above, below)
         g = list_ranges(ix, rel_kind[level, r], k, lo, hi)
@@ -243,11 +235,11 @@ def intersect_items(p, workers, ix, level, prefix, mask, lengths, values,
         local = 0
         for r in range(rel_count[level]):
             k = prefix[i, rel_pos[level, r]]
-            if mk & (1 << r) and part(k, workers) == p:
+            if mk & (1 << r) and owner(k, workers) == p:
                 local |= 1 << r
-                g = list_ranges(ix, (rel_kind[level, r] // 3) * 3 + BOTH, k, 0, INT32_MAX)
+                g = list_ranges(ix, (rel_kind[level, r] // OLD) * OLD + BOTH, k, 0, INT32_MAX)
                 probes += kept
-                kept = _narrow(ix, g, rel_kind[level, r] % 3, k, values, src, kept, write, work)
+                kept = _narrow(ix, g, rel_kind[level, r] % OLD, k, values, src, kept, write, work)
                 src = write
         if src != write:  # no local relation: move the candidates down unchanged
             for t in range(n):
@@ -272,7 +264,7 @@ def next_owner(workers, level, prefix, mask, min_rel, rel_pos):
                 r += 1
         else:
             r = min_rel[i]
-        dest[i] = part(prefix[i, rel_pos[level, r]], workers) if r >= 0 else -1
+        dest[i] = owner(prefix[i, rel_pos[level, r]], workers) if r >= 0 else -1
     return dest
 
 

@@ -10,12 +10,7 @@ import numpy as np
 from harness.errors import DataError
 from harness.query import JoinSpec
 
-# Index kinds. Undirected: neighbours ranked above the key / below it / all of them (the
-# concatenation of the two, which is sorted). Directed: out-neighbours / in-neighbours.
-# As a relation of (early, late) pairs over edge rows (src, dst) (undirected rows have src < dst):
-# FORWARD is (src, dst), REVERSE is (dst, src), BOTH is their union.
-FORWARD, REVERSE, BOTH = 0, 1, 2
-OLD = 3  # added to a kind: read the relation as it was before the current update batch (Delta-BiGJoin)
+from .constants import BOTH, FORWARD, OLD, REVERSE
 
 
 @dataclass

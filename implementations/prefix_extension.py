@@ -24,10 +24,17 @@ from harness import store
 from harness.errors import ExecutionError
 
 from . import distributed_index, exchange
-from .extension_kernels import count_items, gather_lists, intersect_items, next_owner, propose_items
+from .constants import INT32_MAX
+from .exchange import BlobKind
+from .extension_kernels import (
+    count_items,
+    gather_lists,
+    intersect_items,
+    next_owner,
+    propose_items,
+)
 from .plan import ExtensionPlan
 
-CANDIDATES, PREFIXES, STATS, MATCHES = 1, 2, 3, 4
 FIELDS = ("stage", "worker", "received_prefixes", "received_candidates", "received_lookups", "received_answers",
           "received_ranges", "sent_prefixes", "sent_candidates", "sent_remote_prefixes", "sent_remote_candidates",
           "sent_lookups", "sent_remote_lookups", "sent_remote_answers", "sent_remote_ranges", "lookups_aggregated",
@@ -37,7 +44,6 @@ RECEIVED = tuple(name for name in FIELDS if name.startswith("received_"))
 F = {name: i for i, name in enumerate(FIELDS)}
 # The tasks' own clocks, in microseconds: Spark's executor CPU time does not see the Python worker.
 PYTHON_CLOCKS = ("kernel_us", "pack_us", "io_us")
-INT32_MAX = 2**31 - 1
 
 
 @dataclass
@@ -127,7 +133,7 @@ class ExtensionJob:
         with stage.clock("pack_us"):
             for kind, meta, arrays in blobs:
                 if not stage.side_input(kind, meta, arrays):
-                    (cands if kind == CANDIDATES else prefixes).append(unpack_items(kind, meta, arrays))
+                    (cands if kind == BlobKind.CANDIDATES else prefixes).append(unpack_items(kind, meta, arrays))
         stage.add("received_prefixes", sum(len(c.prefix) for c in cands) + sum(len(x.prefix) for x in prefixes))
         stage.add("received_candidates", sum(len(c.values) for c in cands))
         return stage.run(_concat(cands, Candidates.empty(self.level)), _concat(prefixes, Prefixes.empty(self.level + 1)), final)
@@ -187,7 +193,7 @@ class GroupJob:
             by_group: dict[int, list] = {}
             reports = []
             for kind, meta, arrays in exchange.received(iterator, p):
-                if kind in ITEM_KINDS or kind in (STATS, MATCHES):
+                if kind in ITEM_KINDS or kind in (BlobKind.STATS, BlobKind.MATCHES):
                     by_group.setdefault(meta[2], []).append((kind, meta, arrays))  # meta ends with the group
                 else:
                     reports.append(exchange.pack(kind, p, arrays, meta))
@@ -225,7 +231,7 @@ class _Items:
 @dataclass
 class Candidates(_Items):
     """Prefixes with their candidate extensions (concatenated lists), during Intersect."""
-    KIND = CANDIDATES
+    KIND = BlobKind.CANDIDATES
     prefix: np.ndarray
     mask: np.ndarray  # relations still to intersect
     lengths: np.ndarray
@@ -239,7 +245,7 @@ class Candidates(_Items):
 @dataclass
 class Prefixes(_Items):
     """Prefixes during Count, and queued for Propose: the smallest count so far and its relation."""
-    KIND = PREFIXES
+    KIND = BlobKind.PREFIXES
     prefix: np.ndarray
     mask: np.ndarray  # relations still to count
     min_rel: np.ndarray
@@ -267,7 +273,7 @@ def _concat(parts: list, empty):
 # ------------------------------------------------------------------ worker side
 
 
-ITEM_KINDS: dict[int, type] = {CANDIDATES: Candidates, PREFIXES: Prefixes}
+ITEM_KINDS: dict[int, type] = {BlobKind.CANDIDATES: Candidates, BlobKind.PREFIXES: Prefixes}
 
 
 def pack_items(items: _Items, dest: int, group: int = 0) -> bytes:
@@ -356,9 +362,9 @@ class StageBase:
 
     def side_input(self, kind: int, meta: tuple, arrays: list[np.ndarray]) -> bool:
         """Take a STATS or MATCHES blob travelling with the data; False for any other kind."""
-        if kind == STATS:
+        if kind == BlobKind.STATS:
             self.stats.append(arrays[0].reshape(meta[:2]))
-        elif kind == MATCHES:
+        elif kind == BlobKind.MATCHES:
             self.matches.append(arrays[0].reshape(meta[:2]))
         else:
             return False
@@ -370,10 +376,10 @@ class StageBase:
         self.stats.append(self.record[None, :])
         stats = np.concatenate(self.stats)
         group = self.job.group
-        side = [exchange.pack(STATS, self.p, [stats.ravel()], (*stats.shape, group))]
+        side = [exchange.pack(BlobKind.STATS, self.p, [stats.ravel()], (*stats.shape, group))]
         if self.matches:
             found = np.concatenate(self.matches)[: self.job.match_limit]
-            side.append(exchange.pack(MATCHES, self.p, [found.ravel()], (*found.shape, group)))
+            side.append(exchange.pack(BlobKind.MATCHES, self.p, [found.ravel()], (*found.shape, group)))
         if final:
             return [exchange.blobs_batch([-1] * len(side), side)]
         tokens = tokens + [int(self.job.tokens[self.p])] * len(side)
@@ -527,9 +533,9 @@ def run_job(spark, job: ExtensionJob) -> JobResult:
     stats, matches, reports = [], {}, []
     for row in df.collect():
         kind, dest, meta, arrays = exchange.unpack(bytes(row.payload))
-        if kind == STATS:
+        if kind == BlobKind.STATS:
             stats.append(arrays[0].reshape(meta[:2]))
-        elif kind == MATCHES:
+        elif kind == BlobKind.MATCHES:
             matches.setdefault(meta[2], []).append(arrays[0].reshape(meta[:2]))
         else:
             reports.append((kind, dest, arrays[0].copy()))

@@ -22,12 +22,13 @@ from harness.errors import ExecutionError
 
 from . import exchange, hypercube, local_gj
 from .base import Implementation, Outcome
+from .constants import BOTH, FORWARD, REVERSE
 from .csr import build_csr
 from .distributed_index import rank_vertices
-from .plan import BOTH, FORWARD, REVERSE, ExtensionPlan
+from .exchange import BlobKind
+from .plan import ExtensionPlan
 
 MATCH_SAMPLE = 5001  # matches each cell keeps during a count, so verifying small results needs no rerun
-_CELL = 20  # blob kind: one cell's result
 _ARRANGEMENT = "shares:ranked-edges"
 
 
@@ -244,5 +245,5 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
         join_us = lap()
         found = ids[out[:min(count, limit)]].ravel()
         meta = (int(count), n, join_us, build_us, unpack_us, read_us)
-        yield exchange.blobs_batch([cell], [exchange.pack(_CELL, cell, [received, work, found], meta)])
+        yield exchange.blobs_batch([cell], [exchange.pack(BlobKind.CELL, cell, [received, work, found], meta)])
     return join

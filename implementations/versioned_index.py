@@ -27,15 +27,15 @@ from pathlib import Path
 
 import numpy as np
 from numba import njit
-from pyspark.sql import functions as F
 
 from harness import store
 
 from . import distributed_index, exchange
 from .csr import lower_bound
 from .distributed_index import EMPTY_OVERLAY, LIST_FILES, mapped, readonly
+from .exchange import BlobKind
+from .keys import edge_code, partition_of
 
-OPS, UPDATE_STATS, INDEX_STATS, HOMED = 20, 22, 23, 24  # blob kinds
 LOW32 = np.int64(0xFFFFFFFF)
 # Per-worker counters of one batch (of the pairs homed there).
 UPDATE_FIELDS = ("updates", "pairs_touched", "inserts_ignored", "deletes_ignored", "edges_inserted", "edges_deleted",
@@ -130,7 +130,7 @@ def _worker_bytes(root: str, p: int, b: int, k: int) -> int:
 
 def _pair_owners(s: np.ndarray, d: np.ndarray, workers: int) -> tuple[np.ndarray, np.ndarray]:
     """(owner, row): every pair once per distinct owner of its two endpoints."""
-    first, second = exchange.partition_of(s, workers), exchange.partition_of(d, workers)
+    first, second = partition_of(s, workers), partition_of(d, workers)
     other = np.flatnonzero(first != second)
     return np.concatenate([first, second[other]]), np.concatenate([np.arange(len(s)), other])
 
@@ -162,7 +162,7 @@ def _route_pairs(ranking, workers: int, tokens: np.ndarray):
             s = distributed_index.to_ranks(ranking.value, batch.column(0).to_numpy())
             d = distributed_index.to_ranks(ranking.value, batch.column(1).to_numpy())
             owners, rows = _pair_owners(s, d, workers)
-            out_tokens, payloads = exchange.route(HOMED, owners, [s[rows].astype(np.int32), d[rows].astype(np.int32)],
+            out_tokens, payloads = exchange.route(BlobKind.HOMED, owners, [s[rows].astype(np.int32), d[rows].astype(np.int32)],
                                                   tokens, workers)
             if payloads:
                 yield exchange.blobs_batch(out_tokens, payloads)
@@ -173,14 +173,10 @@ def _home_pairs(root: str):
     def home(iterator):
         p = exchange.current_partition()
         parts = [arrays for _, _, arrays in exchange.received(iterator, p)]
-        codes = np.unique(np.concatenate([_code(a[0], a[1]) for a in parts])) if parts else np.zeros(0, np.int64)
+        codes = np.unique(np.concatenate([edge_code(a[0], a[1]) for a in parts])) if parts else np.zeros(0, np.int64)
         _save(os.path.join(root, "edges-0"), **{f"p{p}": codes})
-        yield exchange.blobs_batch([-1], [exchange.pack(HOMED, p, [np.array([len(codes)], np.int64)])])
+        yield exchange.blobs_batch([-1], [exchange.pack(BlobKind.HOMED, p, [np.array([len(codes)], np.int64)])])
     return home
-
-
-def _code(s, d) -> np.ndarray:
-    return (np.asarray(s, np.int64) << 32) | np.asarray(d, np.int64)
 
 
 # ------------------------------------------------------------------ applying one batch
@@ -204,7 +200,7 @@ class BatchUpdate:
         counters = np.zeros((workers, len(UPDATE_FIELDS)), np.int64)
         sizes = np.zeros((workers, len(INDEX_FIELDS)), np.int64)
         for kind, p, values in reports:
-            (counters if kind == UPDATE_STATS else sizes)[p] = values
+            (counters if kind == BlobKind.UPDATE_STATS else sizes)[p] = values
         if len(reports) != 2 * workers:
             raise RuntimeError(f"batch {self.version}: {len(reports)} reports from {workers} workers")
         if self.compact:
@@ -229,7 +225,7 @@ def begin_batch(index: VersionedIndex, updates, compact: bool) -> BatchUpdate:
     owners, rows = _pair_owners(s, d, workers)
     columns = [s.astype(np.int32), d.astype(np.int32), updates.column("diff").to_numpy().astype(np.int8),
                updates.column("seq").to_numpy().astype(np.int64)]
-    homed = exchange.split(OPS, owners, [c[rows] for c in columns], workers)
+    homed = exchange.split(BlobKind.OPS, owners, [c[rows] for c in columns], workers)
     index.version, index.base = k, (k if compact else b)
     return BatchUpdate(index, k, b, compact, _apply_batch(root, workers, index.undirected, k, b, compact, homed))
 
@@ -278,7 +274,7 @@ def _apply_batch(root: str, workers: int, undirected: bool, k: int, b: int, comp
         for _ in iterator:
             pass
         keys, values, kinds, diffs, counters = _apply_updates(root, workers, undirected, k, b, compact, p, homed.get(p))
-        return _apply_changes(root, k, b, compact, p, keys, values, kinds, diffs) + [exchange.pack(UPDATE_STATS, p, [counters])]
+        return _apply_changes(root, k, b, compact, p, keys, values, kinds, diffs) + [exchange.pack(BlobKind.UPDATE_STATS, p, [counters])]
     return apply
 
 
@@ -287,7 +283,7 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
     the UPDATE_FIELDS counters of the pairs homed at p."""
     s, d, diff, seq = (exchange.unpack(blob)[3] if blob is not None else
                        [np.zeros(0, dt) for dt in (np.int32, np.int32, np.int8, np.int64)])
-    codes = _code(s, d)
+    codes = edge_code(s, d)
     order = np.lexsort((seq, codes))
     codes, insert = codes[order], diff[order] > 0
     first = np.r_[True, codes[1:] != codes[:-1]] if len(codes) else np.zeros(0, np.bool_)
@@ -300,7 +296,7 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
     state[1:] = insert[:-1]
     state[first] = before
     ts, td = touched >> 32, touched & LOW32
-    mine = exchange.partition_of(np.minimum(ts, td) if undirected else ts, workers) == p  # pairs homed here
+    mine = partition_of(np.minimum(ts, td) if undirected else ts, workers) == p  # pairs homed here
     mine_rows = np.repeat(mine, np.diff(np.r_[np.flatnonzero(first), len(codes)])) if len(codes) else first
     counters = np.zeros(len(UPDATE_FIELDS), np.int64)
     counters[:6] = (mine_rows.sum(), mine.sum(), (insert & state & mine_rows).sum(), (~insert & ~state & mine_rows).sum(),
@@ -314,9 +310,9 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
     # The relation's net changes: the directed pairs themselves, or the simple graph's edges.
     if undirected:
         lo, hi = np.minimum(ts, td), np.maximum(ts, td)
-        pairs = np.unique(_code(lo, hi)[ts != td])
+        pairs = np.unique(edge_code(lo, hi)[ts != td])
         a, c = pairs >> 32, pairs & LOW32
-        fwd, rev = _code(a, c), _code(c, a)
+        fwd, rev = edge_code(a, c), edge_code(c, a)
         was = _lookup_state(touched, before, fwd, edges) | _lookup_state(touched, before, rev, edges)
         now = _lookup_state(touched, after, fwd, edges) | _lookup_state(touched, after, rev, edges)
     else:
@@ -324,7 +320,7 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
     delta = now.astype(np.int8) - was.astype(np.int8)
     moved = delta != 0
     a, c, delta = a[moved].astype(np.int32), c[moved].astype(np.int32), delta[moved]
-    owner_a, owner_c = exchange.partition_of(a, workers) == p, exchange.partition_of(c, workers) == p
+    owner_a, owner_c = partition_of(a, workers) == p, partition_of(c, workers) == p
     counters[6:] = (delta[owner_a] > 0).sum(), (delta[owner_a] < 0).sum()
     # Forward entries (a -> c) at a's owner, reverse entries (c -> a) at c's owner.
     keys = np.concatenate([a[owner_a], c[owner_c]])
@@ -379,7 +375,7 @@ def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, value
           forward=vals[0], reverse=vals[1], fsign=signs[0], rsign=signs[1])
     sizes = np.array([len(base[0]), len(base[2]) + len(base[3]), len(okeys),
                       int(rows_new[0][-1] + rows_new[1][-1]), int(compact), _worker_bytes(root, p, k if compact else b, k)], np.int64)
-    return [exchange.pack(INDEX_STATS, p, [sizes])]
+    return [exchange.pack(BlobKind.INDEX_STATS, p, [sizes])]
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:

@@ -1,0 +1,31 @@
+"""Which worker owns a key, and how an edge becomes one sortable int64: one definition of each, for the
+numba kernels and the driver alike."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def owner(k, workers):
+    """The worker that owns key k (a vertex rank) in every partitioned index: a multiplicative hash."""
+    h = (np.uint64(k) * np.uint64(2654435761)) & np.uint64(0xFFFFFFFF)
+    return np.int64((h * np.uint64(workers)) >> np.uint64(32))
+
+
+@njit(cache=True)
+def _owners(keys, workers):
+    out = np.empty(len(keys), dtype=np.int64)
+    for i in range(len(keys)):
+        out[i] = owner(keys[i], workers)
+    return out
+
+
+def partition_of(keys: np.ndarray, workers: int) -> np.ndarray:
+    """owner() of each key."""
+    return _owners(np.ascontiguousarray(keys), workers)
+
+
+def edge_code(src, dst) -> np.ndarray:
+    """(src, dst) as src << 32 | dst: sorts like the pair, and unpacks with >> 32 and & 0xFFFFFFFF."""
+    return (np.asarray(src, np.int64) << 32) | np.asarray(dst, np.int64)
