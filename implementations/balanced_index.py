@@ -114,7 +114,7 @@ def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):
         for _ in iterator:
             pass
         p = exchange.current_partition()
-        (keys, offsets, forward, reverse, *_), _ = distributed_index.load_partition(source_root, p)
+        keys, offsets, forward, reverse = distributed_index.load_partition(source_root, p)[0].lists
         degrees = np.diff(offsets, axis=1).astype(np.int32)  # (2, keys): forward, reverse sizes
         directory = os.path.join(root, f"p{p}")
         store.save_array(os.path.join(directory, "count_keys.npy"), np.asarray(keys, dtype=np.int32))

@@ -24,6 +24,7 @@ from harness.errors import DataError
 from . import exchange
 from .csr import build_csr, vertex_ranks
 from .exchange import BlobKind
+from .extension_kernels import Changes, IndexPartition, Lists
 from .keys import partition_of
 
 LIST_FILES = ("keys", "offsets", "forward", "reverse")  # a partition's files (.npy) under p{p}/
@@ -177,20 +178,19 @@ def readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-_loaded: dict[tuple[str, int], tuple] = {}
-EMPTY_OVERLAY = tuple(readonly(a) for a in (np.zeros(0, np.int32), np.zeros((4, 1), np.int64), np.zeros(0, np.int32),
-                                            np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros(0, np.int8)))
+_loaded: dict[tuple[str, int], tuple[IndexPartition, np.ndarray]] = {}
+NO_CHANGES = Changes(*(readonly(a) for a in (np.zeros(0, np.int32), np.zeros((4, 1), np.int64), np.zeros(0, np.int32),
+                                              np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros(0, np.int8))))
 
 
-def load_partition(root: str, p: int) -> tuple[tuple, np.ndarray]:
+def load_partition(root: str, p: int) -> tuple[IndexPartition, np.ndarray]:
     """(ix, loop vertices) of worker p, memory-mapped once per Python worker process from this host's
-    copy of the checkpoint: ix is (keys, offsets (2, keys + 1), forward values, reverse values) plus an
-    empty overlay (see extension_kernels)."""
+    copy of the checkpoint: ix holds its lists and no changes (see extension_kernels)."""
     key = (root, p)
     if key not in _loaded:
         directory = os.path.join(root, f"p{p}")
-        base = tuple(mapped(os.path.join(directory, f"{name}.npy")) for name in LIST_FILES)
-        _loaded[key] = (base + EMPTY_OVERLAY, mapped(os.path.join(root, "loops.npy")))
+        lists = Lists(*(mapped(os.path.join(directory, f"{name}.npy")) for name in LIST_FILES))
+        _loaded[key] = (IndexPartition(lists, NO_CHANGES), mapped(os.path.join(root, "loops.npy")))
     return _loaded[key]
 
 

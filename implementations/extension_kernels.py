@@ -1,10 +1,10 @@
 """Numba kernels of the prefix-extension primitive, run by the worker that owns the lookup keys.
 
-An index partition `ix` is (keys, offsets, forward, reverse, okeys, ooffsets, oforward, oreverse,
-ofsign, orsign): the sorted keys this worker owns with, per key, its sorted forward and reverse lists
-(offsets rows 0 and 1); then an overlay of changes to those lists (Delta-BiGJoin), per key sorted
-values with a sign (+1 added, -1 removed), in two views: rows 0, 1 the changes up to the current
-update batch, rows 2, 3 those before it. Static indices pass an empty overlay. A relation's kind is
+An index partition `ix` (IndexPartition) is the sorted keys this worker owns with, per key, its
+sorted forward and reverse lists (`ix.lists`), then the changes to those lists (`ix.changes`,
+Delta-BiGJoin): per key sorted values with a sign (+1 added, -1 removed), in two views: offsets rows
+0, 1 the changes up to the current update batch, rows 2, 3 those before it. Static indices pass no
+changes. A relation's kind is
 FORWARD, REVERSE or BOTH plus OLD * view (0: current, 1: old). BOTH reads reverse ++ forward, which is
 sorted because reverse neighbours rank below the key and forward ones above it.
 
@@ -13,12 +13,55 @@ prefix's count is the size of the sub-range its order constraints leave (above/b
 Intersections use csr's adaptive kernel, the one local-gj uses: merge, or gallop the smaller side."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from .constants import BOTH, FORWARD, INT32_MAX, OLD, REVERSE
 from .csr import contains, intersect, lower_bound
 from .keys import owner
+
+
+class Lists(NamedTuple):
+    """Sorted keys with, per key, a sorted forward list (offsets row 0) and a sorted reverse list (row 1)."""
+    keys: np.ndarray
+    offsets: np.ndarray
+    forward: np.ndarray
+    reverse: np.ndarray
+
+
+class Changes(NamedTuple):
+    """Sorted keys with, per key, sorted changed values of its forward and reverse lists and their signs;
+    offsets rows 0 (forward) and 1 (reverse) up to the current batch, rows 2 and 3 before it."""
+    keys: np.ndarray
+    offsets: np.ndarray
+    forward: np.ndarray
+    reverse: np.ndarray
+    forward_sign: np.ndarray
+    reverse_sign: np.ndarray
+
+
+class IndexPartition(NamedTuple):
+    """What one worker holds of an index: its lists and the changes to them."""
+    lists: Lists
+    changes: Changes
+
+
+class Span(NamedTuple):
+    """One direction of a key's list within a value range: base values at [base_start, base_end),
+    changes at [change_start, change_end), `size` values in all."""
+    base_start: int
+    base_end: int
+    change_start: int
+    change_end: int
+    size: int
+
+
+class ListSpan(NamedTuple):
+    """A key's list within a value range: the reverse part (values below the key) then the forward part."""
+    reverse: Span
+    forward: Span
 
 
 @njit(cache=True)
@@ -62,20 +105,20 @@ def _signed(sign, start, end):
 
 @njit(cache=True)
 def list_ranges(ix, kind, k, lo, hi):
-    """k's list restricted to [lo, hi]: positions (reverse base start, end, reverse change start, end,
-    forward base start, end, forward change start, end) and the sizes of its reverse and forward parts."""
+    """k's list of relation `kind` restricted to [lo, hi], as a ListSpan."""
     view, kind = kind // OLD, kind % OLD
+    lists, changes = ix.lists, ix.changes
     rbs = rbe = rcs = rce = fbs = fbe = fcs = fce = nr = nf = 0
     if lo <= hi:
         if kind != FORWARD:
-            rbs, rbe = _bounds(ix[0], ix[1], ix[3], 1, k, lo, hi)
-            rcs, rce = _bounds(ix[4], ix[5], ix[7], 2 * view + 1, k, lo, hi)
-            nr = rbe - rbs + _signed(ix[9], rcs, rce)
+            rbs, rbe = _bounds(lists.keys, lists.offsets, lists.reverse, 1, k, lo, hi)
+            rcs, rce = _bounds(changes.keys, changes.offsets, changes.reverse, 2 * view + 1, k, lo, hi)
+            nr = rbe - rbs + _signed(changes.reverse_sign, rcs, rce)
         if kind != REVERSE:
-            fbs, fbe = _bounds(ix[0], ix[1], ix[2], 0, k, lo, hi)
-            fcs, fce = _bounds(ix[4], ix[5], ix[6], 2 * view, k, lo, hi)
-            nf = fbe - fbs + _signed(ix[8], fcs, fce)
-    return rbs, rbe, rcs, rce, fbs, fbe, fcs, fce, nr, nf
+            fbs, fbe = _bounds(lists.keys, lists.offsets, lists.forward, 0, k, lo, hi)
+            fcs, fce = _bounds(changes.keys, changes.offsets, changes.forward, 2 * view, k, lo, hi)
+            nf = fbe - fbs + _signed(changes.forward_sign, fcs, fce)
+    return ListSpan(Span(rbs, rbe, rcs, rce, nr), Span(fbs, fbe, fcs, fce, nf))
 
 
 @njit(cache=True)
@@ -87,11 +130,11 @@ def _member(values, bs, be, changes, sign, cs, ce, c):
 
 
 @njit(cache=True)
-def _emit(values, bs, be, changes, sign, cs, ce, first, last, t, out, w, prefix, i, level, differ, need_loop, loops,
-          filtered):
-    """Walk one part of a list (base values merged with changes) from position t, writing the entries
-    at positions [first, last) that pass the inequality and self-loop filters (`filtered`: the level
-    has any). Returns (w, t)."""
+def _emit(values, changes, sign, span, first, last, t, out, w, prefix, i, level, differ, need_loop, loops, filtered):
+    """Walk one part of a list (base values merged with changes, at `span`) from position t, writing the
+    entries at positions [first, last) that pass the inequality and self-loop filters (`filtered`: the
+    level has any). Returns (w, t)."""
+    bs, be, cs, ce = span.base_start, span.base_end, span.change_start, span.change_end
     if cs == ce:  # no changes: direct positions
         n = be - bs
         if not filtered:  # a plain copy: with a _keep call per candidate, propose took 8 of 14 kernel-s (rmat-18)
@@ -148,8 +191,8 @@ def count_items(p, workers, ix, level, prefix, mask, min_rel, min_count,
                 k = prefix[i, rel_pos[level, r]]
                 if owner(k, workers) != p:
                     continue
-                g = list_ranges(ix, rel_kind[level, r], k, lo, hi)
-                c = g[8] + g[9]
+                span = list_ranges(ix, rel_kind[level, r], k, lo, hi)
+                c = span.reverse.size + span.forward.size
                 lookups += 1
                 if c < min_count[i] or (c == min_count[i] and r < min_rel[i]):
                     min_count[i], min_rel[i] = c, r
@@ -176,20 +219,22 @@ def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last,
         if owner(k, workers) != p:
             raise ValueError("a prefix is queued away from its proposing relation's worker")
         lo, hi = value_bounds(level, prefix, i, above, below)
-        g = list_ranges(ix, rel_kind[level, r], k, lo, hi)
+        span = list_ranges(ix, rel_kind[level, r], k, lo, hi)
+        lists, changes = ix.lists, ix.changes
         start = w
-        w, t = _emit(ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], first[i], last[i], 0, out, w, prefix, i, level,
-                     differ, loop[level], loops, filtered)
-        w, t = _emit(ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], first[i], last[i], g[8], out, w, prefix, i, level,
-                     differ, loop[level], loops, filtered)
+        w, t = _emit(lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, first[i], last[i], 0, out, w,
+                     prefix, i, level, differ, loop[level], loops, filtered)
+        w, t = _emit(lists.forward, changes.forward, changes.forward_sign, span.forward, first[i], last[i],
+                     span.reverse.size, out, w, prefix, i, level, differ, loop[level], loops, filtered)
         lengths[i] = w - start
     return lengths, out[:w]
 
 
 @njit(cache=True)
-def _narrow_part(values, bs, be, changes, sign, cs, ce, cands, src, n, dst, work):
-    """cands[src:src+n] ∩ one part of a list, written from cands[dst] on (dst <= src): the adaptive
-    intersection when the key has no changes, else a membership test per candidate."""
+def _narrow_part(values, changes, sign, span, cands, src, n, dst, work):
+    """cands[src:src+n] ∩ one part of a list (at `span`), written from cands[dst] on (dst <= src): the
+    adaptive intersection when the key has no changes, else a membership test per candidate."""
+    bs, be, cs, ce = span.base_start, span.base_end, span.change_start, span.change_end
     if cs == ce:
         return intersect(cands, src, src + n, values, bs, be, cands, dst, True, work)
     w = 0
@@ -203,17 +248,22 @@ def _narrow_part(values, bs, be, changes, sign, cs, ce, cands, src, n, dst, work
 
 
 @njit(cache=True)
-def _narrow(ix, g, kind, k, cands, src, n, dst, work):
-    """cands[src:src+n] ∩ k's list (positions g from list_ranges), written from cands[dst] on. BOTH is
+def _narrow(ix, span, kind, k, cands, src, n, dst, work):
+    """cands[src:src+n] ∩ k's list (its ListSpan from list_ranges), written from cands[dst] on. BOTH is
     reverse ++ forward split at k, so the candidates below k meet the reverse part, those above it
     the forward part."""
+    lists, changes = ix.lists, ix.changes
     if kind == FORWARD:
-        return _narrow_part(ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], cands, src, n, dst, work)
+        return _narrow_part(lists.forward, changes.forward, changes.forward_sign, span.forward, cands, src, n, dst,
+                            work)
     if kind == REVERSE:
-        return _narrow_part(ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], cands, src, n, dst, work)
+        return _narrow_part(lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, cands, src, n, dst,
+                            work)
     split = lower_bound(cands, src, src + n, k)
-    w = _narrow_part(ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], cands, src, split - src, dst, work)
-    return w + _narrow_part(ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], cands, split, src + n - split, dst + w, work)
+    w = _narrow_part(lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, cands, src, split - src, dst,
+                     work)
+    return w + _narrow_part(lists.forward, changes.forward, changes.forward_sign, span.forward, cands, split,
+                            src + n - split, dst + w, work)
 
 
 @njit(cache=True)
@@ -237,9 +287,9 @@ def intersect_items(p, workers, ix, level, prefix, mask, lengths, values,
             k = prefix[i, rel_pos[level, r]]
             if mk & (1 << r) and owner(k, workers) == p:
                 local |= 1 << r
-                g = list_ranges(ix, (rel_kind[level, r] // OLD) * OLD + BOTH, k, 0, INT32_MAX)
+                span = list_ranges(ix, (rel_kind[level, r] // OLD) * OLD + BOTH, k, 0, INT32_MAX)
                 probes += kept
-                kept = _narrow(ix, g, rel_kind[level, r] % OLD, k, values, src, kept, write, work)
+                kept = _narrow(ix, span, rel_kind[level, r] % OLD, k, values, src, kept, write, work)
                 src = write
         if src != write:  # no local relation: move the candidates down unchanged
             for t in range(n):

@@ -113,7 +113,8 @@ class ExtensionJob:
         stage = Stage(self, number, p)
         plan = self.plan
         if self.level == 0:  # seed: every key this worker owns (in the base or an overlay) is a 1-prefix
-            keys = np.union1d(stage.ix[0], stage.ix[4]).astype(np.int32) if len(stage.ix[4]) else stage.ix[0]
+            lists, changes = stage.ix
+            keys = np.union1d(lists.keys, changes.keys).astype(np.int32) if len(changes.keys) else lists.keys
             if plan.loop[0]:
                 keys = keys[np.isin(keys, stage.loops)]
             prefixes = Prefixes.fresh(keys.reshape(-1, 1), int(plan.rel_count[1]))

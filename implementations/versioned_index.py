@@ -32,8 +32,9 @@ from harness import store
 
 from . import distributed_index, exchange
 from .csr import lower_bound
-from .distributed_index import EMPTY_OVERLAY, LIST_FILES, mapped, readonly
+from .distributed_index import LIST_FILES, NO_CHANGES, mapped, readonly
 from .exchange import BlobKind
+from .extension_kernels import Changes, IndexPartition, Lists
 from .keys import edge_code, partition_of
 
 LOW32 = np.int64(0xFFFFFFFF)
@@ -60,23 +61,23 @@ def _load_lists(directory: str, names=LIST_FILES) -> tuple:
     return tuple(mapped(os.path.join(directory, f"{n}.npy")) for n in names)
 
 
-def _overlay(root: str, k: int, p: int) -> tuple:
-    """(keys, offsets (4, keys + 1), forward changes, reverse changes, their signs) of overlay k."""
+def _overlay(root: str, k: int, p: int) -> Changes:
+    """Overlay k of worker p: the changes to its lists since their base (offsets (4, keys + 1))."""
     if k == 0:
-        return EMPTY_OVERLAY
-    return _load_lists(os.path.join(root, f"overlay-{k}", f"p{p}"), OVERLAY_FILES)
+        return NO_CHANGES
+    return Changes(*_load_lists(os.path.join(root, f"overlay-{k}", f"p{p}"), OVERLAY_FILES))
 
 
 _views: dict[tuple[str, int], tuple] = {}
 NO_LOOPS = readonly(np.zeros(0, np.int32))
 
 
-def load_view(root: str, p: int, b: int, k: int) -> tuple[tuple, np.ndarray]:
+def load_view(root: str, p: int, b: int, k: int) -> tuple[IndexPartition, np.ndarray]:
     """(ix, loop vertices) of worker p over base b and overlay k; self-loop queries are not
     maintained, so the loop vertices are empty. One view per worker is cached per process."""
     cached = _views.get((root, p))
     if cached is None or cached[0] != (b, k):
-        ix = _load_lists(os.path.join(base_dir(root, b), f"p{p}")) + _overlay(root, k, p)
+        ix = IndexPartition(Lists(*_load_lists(os.path.join(base_dir(root, b), f"p{p}"))), _overlay(root, k, p))
         _views[(root, p)] = cached = ((b, k), (ix, NO_LOOPS))
     return cached[1]
 
@@ -350,7 +351,7 @@ def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, value
         offsets = np.stack([_offsets(counts) for counts, _ in lists])
         base = (all_keys, offsets, lists[0][1], lists[1][1])
         _save(os.path.join(base_dir(root, k), f"p{p}"), keys=all_keys, offsets=offsets, forward=lists[0][1], reverse=lists[1][1])
-        previous = EMPTY_OVERLAY
+        previous = NO_CHANGES
     # The delta queries start here: every change with its key local (key, value, diff, 0 forward | 1 reverse).
     _save(os.path.join(root, f"seeds-{k}"), **{f"p{p}": np.stack([keys, values, diffs.astype(np.int32), kinds.astype(np.int32)])})
     okeys = np.union1d(previous[0], keys).astype(np.int32)

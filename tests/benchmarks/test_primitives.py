@@ -10,7 +10,11 @@ import pytest
 from harness import datasets, generators
 from harness.query import load_query, make_join_spec
 from implementations import distributed_index
-from implementations.extension_kernels import count_items, intersect_items, propose_items
+from implementations.extension_kernels import (
+    count_items,
+    intersect_items,
+    propose_items,
+)
 from implementations.plan import ExtensionPlan
 from implementations.prefix_extension import Prefixes
 
@@ -57,7 +61,7 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
     ix, loops = distributed_index.load_partition(str(index.root), 0)
     query, options = load_query("triangle")
     plan = ExtensionPlan.from_spec(make_join_spec(query, "undirected", None, **options))
-    keys, offsets, forward = np.asarray(ix[0]), np.asarray(ix[1]), np.asarray(ix[2])
+    keys, offsets, forward = np.asarray(ix.lists.keys), np.asarray(ix.lists.offsets), np.asarray(ix.lists.forward)
     pairs = np.column_stack([np.repeat(keys, np.diff(offsets[0])), forward]).astype(np.int32)
 
     def step():
