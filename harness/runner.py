@@ -14,9 +14,29 @@ from .errors import DataError, ExecutionError, HarnessError, RunTimeout
 from .memory import MemorySampler
 from .metrics import SparkCounters
 from .oracles import Pattern
+from .params import Param, resolve
 from .query import Query, load_query, make_join_spec
 from .spark_floor import floor_seconds
 from .verify import ORACLE_CHOICES
+
+
+# Parameters the harness itself reads from a run's params; every other key is the implementation's.
+RUN_PARAMS = (
+    Param("updates", str, None, "update stream, for an implementation that maintains counts under updates: a spec "
+                                "(holdback=0.1,batch=1000,batches=5,deletes=0.2,seed=1) or a file of `src dst ±1 batch` "
+                                "lines (then the dataset is the initial graph)"),
+    Param("recompute", str, None, "with updates: also time a fresh run of this implementation on every state "
+                                  "(the recompute an update saves; its count is agreement, not verification)"),
+)
+
+
+def split_params(impl_cls, params: dict) -> tuple[dict, dict]:
+    """(the harness's typed run parameters, the implementation's own as given), both checked against
+    their declarations: an undeclared key or a value of the wrong type is a DataError."""
+    run_names = {p.name for p in RUN_PARAMS}
+    own = {k: v for k, v in params.items() if k not in run_names}
+    resolve(impl_cls.params, own, impl_cls.name)
+    return resolve(RUN_PARAMS, {k: v for k, v in params.items() if k in run_names}, "the harness"), own
 
 
 @dataclass
@@ -98,6 +118,7 @@ class Runner:
             impl_cls = get_impl(req.impl)
             if stream_spec is not None and not impl_cls.maintains_updates:
                 raise DataError(f"--updates: {req.impl} does not maintain counts under updates (delta-bigjoin does)")
+            _, impl_params = split_params(impl_cls, req.params)
             query, options = load_query(req.query)
             spec = make_join_spec(query, req.semantics, req.attribute_order, **options)
             record["query"] = {
@@ -130,7 +151,7 @@ class Runner:
                 workdir = store.new_scratch("stream")  # Spark's tasks write it: the store, not /tmp
                 with self._counters.job_group(f"load:{source.name}"):
                     stream = updates.load_stream(spark, str(stream_spec), directed.df, workdir)
-            impl = impl_cls(RunContext(spark, graph, spec, req.workers, dict(req.params), arrangements, stream))
+            impl = impl_cls(RunContext(spark, graph, spec, req.workers, impl_params, arrangements, stream))
             deadline = None if req.timeout_s is None else time.perf_counter() + req.timeout_s
             window_start = time.time()
             with MemorySampler(spark) as memory:

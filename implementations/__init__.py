@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from harness.errors import DataError
 
-from .base import BatchOutcome, Implementation, Outcome, RunContext
+from .base import BatchOutcome, Implementation, Outcome, Param, RunContext
 from .bigjoin import BiGJoin
 from .bigjoin_s import BiGJoinS
 from .binary import BinaryJoin
@@ -21,4 +21,4 @@ def get(name: str) -> type[Implementation]:
         raise DataError(f"unknown implementation '{name}' (registered: {', '.join(sorted(REGISTRY))})") from None
 
 
-__all__ = ["REGISTRY", "BatchOutcome", "Implementation", "Outcome", "RunContext", "get"]
+__all__ = ["REGISTRY", "BatchOutcome", "Implementation", "Outcome", "Param", "RunContext", "get"]
