@@ -276,6 +276,10 @@ def _add_param_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from implementations import REGISTRY
+
+    from . import compare
+
     p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
@@ -284,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", parents=[common], help="run one query on one dataset with one implementation")
     run.add_argument("--query", required=True, help="built-in name, pattern string (a-b,b-c,a-c) or YAML path")
     run.add_argument("--dataset", required=True, help="registry name, generator spec (rmat:scale=12) or edge-list path")
-    run.add_argument("--impl", required=True, help="implementation name")
+    run.add_argument("--impl", required=True, help=f"implementation: {', '.join(REGISTRY)}")
     run.add_argument("--workers", type=int, default=2, help="logical workers = partitions of every exchange")
     run.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
     run.add_argument("--oracle", default="auto", help="auto | networkx | duckdb | graphblas | native | published | none")
@@ -356,8 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "(exit 0 counts agree and an outside system agreed, 1 they differ, 2 bad input, 3 unverified)")
     cmp.add_argument("--query", required=True, help="built-in name, pattern string (a-b,b-c,a-c) or YAML path")
     cmp.add_argument("--dataset", required=True, help="registry name, generator spec (rmat:scale=12) or edge-list path")
-    cmp.add_argument("--systems", default=None, help="comma list to restrict to (default: all: local-gj, bigjoin, "
-                                                      "bigjoin-s, delta-bigjoin, shares, binary, duckdb, kuzu, networkx, graphx)")
+    cmp.add_argument("--systems", default=None, help=f"comma list to restrict to (default: all: {', '.join(compare.SYSTEMS)})")
     cmp.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
     cmp.add_argument("--workers", default="1,2", help="W values for bigjoin (the COST sweep); the other Spark systems run at the largest")
     cmp.add_argument("--timeout", type=float, default=1800.0, help="seconds per system before TIM")

@@ -117,7 +117,7 @@ class Runner:
                 raise DataError(f"workers must be at least 1, got {req.workers}")
             impl_cls = get_impl(req.impl)
             if stream_spec is not None and not impl_cls.maintains_updates:
-                raise DataError(f"--updates: {req.impl} does not maintain counts under updates (delta-bigjoin does)")
+                raise DataError(f"--updates: {req.impl} does not maintain counts under updates ({_maintainers()})")
             _, impl_params = split_params(impl_cls, req.params)
             query, options = load_query(req.query)
             spec = make_join_spec(query, req.semantics, req.attribute_order, **options)
@@ -324,6 +324,14 @@ def time_breakdown(metrics: dict, python_task_s: dict | None = None) -> dict:
     if "query" in out and python_task_s:
         out["query"]["python_task_s"] = python_task_s
     return out
+
+
+def _maintainers() -> str:
+    """Which registered implementations do maintain counts, for the error that says one does not."""
+    from implementations import REGISTRY
+
+    names = [name for name, cls in REGISTRY.items() if cls.maintains_updates]
+    return f"{', '.join(names)} {'does' if len(names) == 1 else 'do'}"
 
 
 def _first_line(exc: BaseException) -> str:
