@@ -62,3 +62,22 @@ def test_the_run_flags_and_their_help_come_from_the_declarations(capsys):
         for p in cls.params:
             assert p.flag in out and " ".join(p.help.split()) in out
     assert "(bigjoin, bigjoin-s, delta-bigjoin; default 4,194,304)" in out
+
+
+def test_the_harness_names_no_implementation_class():
+    """harness/ reaches implementations through the registry (implementations.get, REGISTRY) and the
+    plug-in interface (RunContext, Param): it never names one implementation's class. (spark.py's
+    warm-up imports the shared kernels' modules, not an implementation.)"""
+    import ast
+    from pathlib import Path
+
+    interface = {"REGISTRY", "RunContext", "get", "Param", "Implementation", "Outcome", "BatchOutcome"}
+    classes = {cls.__name__ for cls in implementations.REGISTRY.values()}
+    for path in sorted((Path(__file__).parent.parent / "harness").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "implementations":
+                assert {a.name for a in node.names} <= interface, f"{path.name} imports {[a.name for a in node.names]}"
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("implementations."):
+                assert not {a.name for a in node.names} & classes, f"{path.name} imports a class from {node.module}"
+            if isinstance(node, (ast.Name, ast.Attribute)):
+                assert getattr(node, "id", getattr(node, "attr", None)) not in classes, f"{path.name} names a class"
