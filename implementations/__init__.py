@@ -10,6 +10,7 @@ from .bigjoin_s import BiGJoinS
 from .binary import BinaryJoin
 from .delta_bigjoin import DeltaBiGJoin
 from .local_gj import LocalGenericJoin
+from .nested_loop import NestedLoop
 from .shares import Shares
 
 REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (
@@ -19,6 +20,7 @@ REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (
     DeltaBiGJoin,
     Shares,
     BinaryJoin,
+    NestedLoop,
 )}
 
 

@@ -65,6 +65,8 @@ class Implementation(ABC):
     # Computes on the driver from ctx.graph.edge_arrays(): the harness reads them before prepare() and
     # reports that as driver_load_s, so index_s holds only the implementation's own work.
     driver_edges: bool = False
+    # The most edges it accepts (a toy for tiny graphs); prepare() refuses more, compare skips larger graphs.
+    max_edges: int | None = None
     # The parameters it reads from ctx.params: anything else given is a DataError, and the CLI's flags
     # and their help come from these declarations.
     params: tuple[Param, ...] = ()
