@@ -57,13 +57,7 @@ def _slug(text: str) -> str:
 def cmd_run(args) -> int:
     from .runner import RunRequest, Runner
 
-    params = {}
-    if args.batch is not None:
-        params["batch"] = args.batch
-    if args.updates is not None:
-        params["updates"] = args.updates
-    if args.changes:
-        params["changes"] = args.changes
+    params = {p.name: getattr(args, p.name) for p in _declared_params() if getattr(args, p.name) is not None}
     req = RunRequest(
         query=args.query, dataset=args.dataset, impl=args.impl, workers=args.workers, semantics=args.semantics,
         oracle=args.oracle, timeout_s=args.timeout, oracle_timeout_s=args.oracle_timeout, params=params,
@@ -86,6 +80,7 @@ def _checked_workload(name: str, tier: str | None, trials: int | None = None):
     bad input fails fast and writes nothing."""
     from . import datasets, workload as workloads
     from .query import load_query, make_join_spec
+    from .runner import split_params
     import implementations
 
     wl = workloads.load(name, tier)
@@ -94,7 +89,7 @@ def _checked_workload(name: str, tier: str | None, trials: int | None = None):
     for name in wl.expected_timeouts:
         implementations.get(name)  # a misspelt name would silently expect nothing
     for req in wl.requests():
-        implementations.get(req.impl)
+        split_params(implementations.get(req.impl), req.params)
         query, options = load_query(req.query)
         make_join_spec(query, req.semantics, req.attribute_order, **options)
     for dataset in wl.datasets:
@@ -254,7 +249,37 @@ def cmd_compare(args) -> int:
     return compare.execute(cmp, args.master, out_dir, console, run_id, args.allow_unverified)
 
 
+def _declared_params() -> list:
+    """The harness's run parameters, then every parameter an implementation declares (first declaration wins)."""
+    from implementations import REGISTRY
+    from .runner import RUN_PARAMS
+
+    seen: dict[str, object] = {p.name: p for p in RUN_PARAMS}
+    for cls in REGISTRY.values():
+        for p in cls.params:
+            seen.setdefault(p.name, p)
+    return list(seen.values())
+
+
+def _add_param_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per declared parameter, its help from the declaration and the implementations that read it."""
+    from implementations import REGISTRY
+    from .runner import RUN_PARAMS
+
+    dynamic = [name for name, cls in REGISTRY.items() if cls.maintains_updates]
+    for p in _declared_params():
+        readers = dynamic if p in RUN_PARAMS else [name for name, cls in REGISTRY.items() if p.name in {q.name for q in cls.params}]
+        default = "" if p.default is None else f"; default {p.default:,}" if isinstance(p.default, int) else f"; default {p.default}"
+        kind = {"action": argparse.BooleanOptionalAction} if p.type is bool else {"type": p.type}
+        parser.add_argument(p.flag, dest=p.name, default=None, **kind,
+                            help=f"{p.help} ({', '.join(readers)}{default})".replace("%", "%%"))
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from implementations import REGISTRY
+
+    from . import compare
+
     p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
@@ -263,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", parents=[common], help="run one query on one dataset with one implementation")
     run.add_argument("--query", required=True, help="built-in name, pattern string (a-b,b-c,a-c) or YAML path")
     run.add_argument("--dataset", required=True, help="registry name, generator spec (rmat:scale=12) or edge-list path")
-    run.add_argument("--impl", required=True, help="implementation name")
+    run.add_argument("--impl", required=True, help=f"implementation: {', '.join(REGISTRY)}")
     run.add_argument("--workers", type=int, default=2, help="logical workers = partitions of every exchange")
     run.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
     run.add_argument("--oracle", default="auto", help="auto | networkx | duckdb | graphblas | native | published | none")
@@ -271,12 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="exit 0 even if nothing independent checked the count (the result still says UNVERIFIED)")
     run.add_argument("--oracle-timeout", type=float, default=600.0)
     run.add_argument("--timeout", type=float, default=None, help="seconds for index + query before TIM")
-    run.add_argument("--batch", type=int, default=None, help="batch size parameter passed to the implementation")
     run.add_argument("--order", default=None, help="attribute order, e.g. a1,a2,a3")
-    run.add_argument("--updates", default=None,
-                     help="update stream for delta-bigjoin: a spec (holdback=0.1,batch=1000,batches=5,deletes=0.2,seed=1) "
-                          "or a file of `src dst ±1 batch` lines (then the dataset is the initial graph)")
-    run.add_argument("--changes", type=int, default=0, help="with --updates: record up to N changed matches per batch")
+    _add_param_flags(run)
     run.add_argument("--json", default=None, help="result file (default: results/runs/run-<id>.json)")
     run.set_defaults(fn=cmd_run)
 
@@ -339,8 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "(exit 0 counts agree and an outside system agreed, 1 they differ, 2 bad input, 3 unverified)")
     cmp.add_argument("--query", required=True, help="built-in name, pattern string (a-b,b-c,a-c) or YAML path")
     cmp.add_argument("--dataset", required=True, help="registry name, generator spec (rmat:scale=12) or edge-list path")
-    cmp.add_argument("--systems", default=None, help="comma list to restrict to (default: all: local-gj, bigjoin, "
-                                                      "bigjoin-s, delta-bigjoin, shares, binary, duckdb, kuzu, networkx, graphx)")
+    cmp.add_argument("--systems", default=None, help=f"comma list to restrict to (default: all: {', '.join(compare.SYSTEMS)})")
     cmp.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
     cmp.add_argument("--workers", default="1,2", help="W values for bigjoin (the COST sweep); the other Spark systems run at the largest")
     cmp.add_argument("--timeout", type=float, default=1800.0, help="seconds per system before TIM")

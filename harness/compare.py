@@ -19,6 +19,8 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+import implementations
+
 from . import datasets, peers, results
 from .errors import DataError, HarnessError
 from .peers import PeerResult
@@ -27,12 +29,13 @@ from .query import SEMANTICS, JoinSpec, Query, load_query, make_join_spec
 from .tables import fmt_int
 from .verify import published_count
 
-PROJECT = ("local-gj", "bigjoin", "bigjoin-s", "delta-bigjoin", "shares", "binary")
+PROJECT = tuple(implementations.REGISTRY)
 NATIVE = "native"  # the project's own native counter: the native floor, not an outsider
 PEERS = ("duckdb", "kuzu", "networkx", "graphblas", "graphx")
 PUBLISHED = "published"
 SYSTEMS = (NATIVE,) + PROJECT + PEERS + (PUBLISHED,)
 OUTSIDE = PEERS + (PUBLISHED,)  # systems that share no code with the project
+# COST is defined between these two (a role each plays, not a list of implementations to keep up to date).
 BASELINE = "local-gj"  # the COST baseline: one core
 SWEPT = "bigjoin"  # run at every W of --workers; the others at the largest
 COLUMNS = ("system", "W/cores", "status", "count", "load s", "query s", "total s", "× native", "× local-gj", "note")
@@ -126,6 +129,10 @@ def _steps(cmp: Comparison, runner, graph, run_id: str) -> list[tuple[str, objec
     if NATIVE in cmp.systems:
         steps.append((NATIVE, lambda: peers.in_memory_peer(NATIVE, glob, pattern, timeout)))
     for impl in (s for s in cmp.systems if s in PROJECT):
+        limit = implementations.REGISTRY[impl].max_edges
+        if limit is not None and graph.edges > limit:
+            steps.append((impl, lambda impl=impl, limit=limit: peers.skipped(impl, "-", f"counts graphs of up to {limit:,} edges")))
+            continue
         for w in (cmp.workers if impl == SWEPT else (cmp.spark_workers,)):
             label = impl if impl == BASELINE else f"{impl} W={w}"
             steps.append((label, lambda impl=impl, w=w: _project_row(runner, cmp, impl, w)))

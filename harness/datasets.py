@@ -199,6 +199,7 @@ class Graph:
     published: dict
     cache_hit: bool
     df: DataFrame | None = None
+    relation: Path | None = None  # the relation's Parquet when it is not path/edges.parquet (a dynamic run's state)
     _edge_arrays: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -212,7 +213,7 @@ class Graph:
             import numpy as np
             import pyarrow.parquet as pq
 
-            table = pq.read_table(self.path / "edges.parquet", columns=["src", "dst"])
+            table = pq.read_table(self.relation or self.path / "edges.parquet", columns=["src", "dst"])
             self._edge_arrays = tuple(table.column(c).to_numpy().astype(np.int64, copy=False) for c in ("src", "dst"))
         return self._edge_arrays
 
@@ -397,4 +398,4 @@ def from_canonical_parquet(spark: SparkSession, path: Path, semantics: str, name
     edges = df.count()
     return Graph(name=name, source=str(path), semantics=semantics, path=Path(path).parent, vertices=-1, edges=edges,
                  sha256="", sha256_of="none (canonical state of a dynamic run)", fingerprint="", cleaning={}, degrees={},
-                 published={}, cache_hit=False, df=df)
+                 published={}, cache_hit=False, df=df, relation=Path(path))

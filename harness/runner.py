@@ -9,14 +9,34 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import datasets, dynamic, results, spark as spark_factory, store, updates
+from . import datasets, dynamic, recompute, results, spark as spark_factory, store, updates
 from .errors import DataError, ExecutionError, HarnessError, RunTimeout
 from .memory import MemorySampler
 from .metrics import SparkCounters
 from .oracles import Pattern
-from .query import Query, load_query, make_join_spec
+from .params import Param, resolve
+from .query import JoinSpec, Query, load_query, make_join_spec
 from .spark_floor import floor_seconds
 from .verify import ORACLE_CHOICES
+
+
+# Parameters the harness itself reads from a run's params; every other key is the implementation's.
+RUN_PARAMS = (
+    Param("updates", str, None, "update stream, for an implementation that maintains counts under updates: a spec "
+                                "(holdback=0.1,batch=1000,batches=5,deletes=0.2,seed=1) or a file of `src dst ±1 batch` "
+                                "lines (then the dataset is the initial graph)"),
+    Param("recompute", str, None, "with updates: also time a fresh run of this implementation on every state "
+                                  "(the recompute an update saves; its count is agreement, not verification)"),
+)
+
+
+def split_params(impl_cls, params: dict) -> tuple[dict, dict]:
+    """(the harness's typed run parameters, the implementation's own as given), both checked against
+    their declarations: an undeclared key or a value of the wrong type is a DataError."""
+    run_names = {p.name for p in RUN_PARAMS}
+    own = {k: v for k, v in params.items() if k not in run_names}
+    resolve(impl_cls.params, own, impl_cls.name)
+    return resolve(RUN_PARAMS, {k: v for k, v in params.items() if k in run_names}, "the harness"), own
 
 
 @dataclass
@@ -36,6 +56,51 @@ class RunRequest:
     allow_unverified: bool = False  # the user accepts an UNVERIFIED result (exit code 0); still labelled so
     timeout_expected: bool = False  # the workload declares a TIM of this run an expected result
     spark_floor: bool = False  # also time empty Spark jobs shaped like each phase's (time_breakdown.<phase>.spark_floor_s)
+
+
+def _new_record(req: RunRequest) -> dict:
+    """The result record before anything ran: every field present, filled from the request."""
+    return {
+        "schema_version": results.SCHEMA_VERSION, "run_id": results.new_run_id(), "timestamp": results.now_iso(),
+        "git": results.git_info(), "machine": results.machine_info(),
+        "workload": req.workload, "trial": req.trial, "semantics": req.semantics,
+        "query": {"name": str(req.query)} if not isinstance(req.query, (dict, Query)) else {"name": getattr(req.query, "name", None) or req.query.get("name")},
+        "dataset": {"name": req.dataset}, "implementation": req.impl,
+        "params": {"workers": req.workers, **req.params}, "status": None, "error": None,
+        "allow_unverified": req.allow_unverified, "timeout_expected": req.timeout_expected,
+        "count": None, "verified": False, "unverified_reason": None, "oracle": None, "checks": [],
+        "metrics": {}, "logical": {},
+    }
+
+
+@dataclass
+class _Run:
+    """One run's state, handed from step to step; `record` is what the run writes."""
+
+    req: RunRequest
+    started: float  # wall_s counts from here (reset once the Spark session has started)
+    record: dict
+    impl_cls: type | None = None
+    run_params: dict = field(default_factory=dict)  # the harness's own (RUN_PARAMS), typed
+    impl_params: dict = field(default_factory=dict)  # the implementation's, as given
+    recompute: type | None = None  # the implementation params.recompute names
+    spec: JoinSpec | None = None
+    source: datasets.Source | None = None
+    graph: datasets.Graph | None = None
+    stream: updates.UpdateStream | None = None
+    workdir: Path | None = None
+    impl: object | None = None
+    outcome: object | None = None
+    window_start: float | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.record["run_id"]
+
+    @property
+    def phase_groups(self) -> list[str]:
+        """The Spark job groups whose counters are the run's."""
+        return [f"{self.run_id}:index", f"{self.run_id}:query", f"{self.run_id}:updates"]
 
 
 class Runner:
@@ -71,161 +136,169 @@ class Runner:
         return graph, load_s, False
 
     def run(self, req: RunRequest) -> dict:
-        run_id = results.new_run_id()
-        started = time.perf_counter()
-        record = {
-            "schema_version": results.SCHEMA_VERSION, "run_id": run_id, "timestamp": results.now_iso(),
-            "git": results.git_info(), "machine": results.machine_info(),
-            "workload": req.workload, "trial": req.trial, "semantics": req.semantics,
-            "query": {"name": str(req.query)} if not isinstance(req.query, (dict, Query)) else {"name": getattr(req.query, "name", None) or req.query.get("name")},
-            "dataset": {"name": req.dataset}, "implementation": req.impl,
-            "params": {"workers": req.workers, **req.params}, "status": None, "error": None,
-            "allow_unverified": req.allow_unverified, "timeout_expected": req.timeout_expected,
-            "count": None, "verified": False, "unverified_reason": None, "oracle": None, "checks": [],
-            "metrics": {}, "logical": {},
-        }
-        metrics = record["metrics"]
-        stream, workdir = None, None
+        """One run as short steps (gapbs's BenchmarkKernel): check, load, timed prepare and count,
+        measure, verify. Every failure becomes a status in the record, which is always complete."""
+        run = _Run(req, time.perf_counter(), _new_record(req))
         try:
-            from implementations import RunContext, get as get_impl
-
-            stream_spec = req.params.get("updates")
-            choices = dynamic.DYNAMIC_ORACLES if stream_spec is not None else ORACLE_CHOICES
-            if req.oracle not in choices:
-                raise DataError(f"unknown oracle '{req.oracle}' (expected one of {', '.join(choices)})")
-            if req.workers < 1:
-                raise DataError(f"workers must be at least 1, got {req.workers}")
-            impl_cls = get_impl(req.impl)
-            if stream_spec is not None and not impl_cls.maintains_updates:
-                raise DataError(f"--updates: {req.impl} does not maintain counts under updates (delta-bigjoin does)")
-            query, options = load_query(req.query)
-            spec = make_join_spec(query, req.semantics, req.attribute_order, **options)
-            record["query"] = {
-                "name": query.name, "pattern": query.describe(), "attributes": list(query.attributes),
-                "attribute_order": list(spec.attribute_order), "less_than": [list(p) for p in spec.less_than],
-                "distinct": [list(p) for p in spec.distinct],
-            }
-            source = datasets.resolve(req.dataset)
-            if self._spark is None:  # session start-up is reported on its own, outside wall_s
-                session_start = time.perf_counter()
-                self.spark
-                metrics["session_start_s"] = round(time.perf_counter() - session_start, 4)
-                started = time.perf_counter()
-            spark = self.spark
-            spark_factory.set_workers(spark, req.workers)
-            record["spark"] = {"master": spark.sparkContext.master, "version": spark.version, "app_id": spark.sparkContext.applicationId}
-            graph, load_s, reused = self.graph(source, req.semantics, req.workers)
-            record["dataset"] = graph.describe()
-            metrics.update(load_s=round(load_s, 4), load_reused=reused)
-            if impl_cls.driver_edges:
-                started_driver_load = time.perf_counter()
-                reused_arrays = graph.edge_arrays_read
-                graph.edge_arrays()
-                metrics.update(driver_load_s=round(time.perf_counter() - started_driver_load, 4), driver_load_reused=reused_arrays)
-
-            arrangements = self._arrangements.setdefault((source.kind, source.location, req.semantics), {})
-            stream = None
-            if stream_spec is not None:  # the initial graph is a set of directed edges in every semantics
-                directed, _, _ = self.graph(source, "directed", req.workers)
-                workdir = store.new_scratch("stream")  # Spark's tasks write it: the store, not /tmp
-                with self._counters.job_group(f"load:{source.name}"):
-                    stream = updates.load_stream(spark, str(stream_spec), directed.df, workdir)
-            impl = impl_cls(RunContext(spark, graph, spec, req.workers, dict(req.params), arrangements, stream))
-            deadline = None if req.timeout_s is None else time.perf_counter() + req.timeout_s
-            window_start = time.time()
-            with MemorySampler(spark) as memory:
-                metrics["memory"] = memory  # its report replaces it once it has stopped
-                index_s, _ = self.timed(f"{run_id}:index", impl.prepare, deadline, impl.ctx.cancelled)
-                query_s, outcome = self.timed(f"{run_id}:query", impl.count, deadline, impl.ctx.cancelled)
-                metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=impl.index_reused)
-                metrics["wall_s"] = round(time.perf_counter() - started, 4)
-                record["count"] = int(outcome.count)
-                record["logical"] = outcome.counters
-                if stream is not None:
-                    self._run_batches(record, impl, stream, spec, req, run_id, deadline, workdir, memory)
-            metrics["memory"] = memory.report()
-            metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query", f"{run_id}:updates"],
-                                                  since=window_start))
-            metrics["time_breakdown"] = time_breakdown(metrics, outcome.metrics.get("python_task_s"))
-            for phase, breakdown in metrics["time_breakdown"].items() if req.spark_floor else ():
-                shape = metrics["spark_stages_per_job"][phase]
-                floor_s, _ = self.timed(f"{run_id}:floor-{phase}", lambda: floor_seconds(self.spark, shape, req.workers), None)
-                breakdown["spark_floor_s"] = round(floor_s, 4)
-            clash = sorted(set(outcome.metrics) & set(metrics))
-            if clash:
-                raise ExecutionError(f"{req.impl} reports metric '{clash[0]}', which the harness already measures")
-            metrics.update(outcome.metrics)
-
-            from .verify import verify
-
-            def fetch(limit: int) -> list[tuple]:
-                with self._counters.job_group(f"{run_id}:verify"):
-                    return impl.matches(limit)
-
-            if stream is not None:  # verified batch by batch
-                disagrees = record["oracle"]["agrees"] is False
-                record["unverified_reason"] = None if record["verified"] or disagrees else record["oracle"].get("reason")
-            else:
-                check = verify(graph.published, graph.parquet_glob(), graph.edges, spec, record["count"], fetch,
-                               req.oracle, req.oracle_timeout_s, answers=self._oracle_answers)
-                disagrees = check.pop("disagrees")
-                record.update(check)
-            record["status"] = "VAL" if disagrees else "OK" if record["verified"] else "UNVERIFIED"
+            self._check(run)
+            self._load(run)
+            self._prepare_and_count(run)
+            self._measure(run)
+            self._verify(run)
         except HarnessError as exc:
-            record["status"] = exc.status
-            record["error"] = str(exc)
+            run.record["status"] = exc.status
+            run.record["error"] = str(exc)
             if exc.__cause__ is not None:
-                record["traceback"] = "".join(traceback.format_exception(exc.__cause__, limit=8))
+                run.record["traceback"] = "".join(traceback.format_exception(exc.__cause__, limit=8))
         except Exception as exc:  # an implementation or Spark failure
-            record["status"] = "EXE"
-            record["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
-            record["traceback"] = traceback.format_exc(limit=8)
+            run.record["status"] = "EXE"
+            run.record["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
+            run.record["traceback"] = traceback.format_exc(limit=8)
         finally:
-            if workdir is not None:
-                shutil.rmtree(workdir, ignore_errors=True)
+            if run.workdir is not None:
+                shutil.rmtree(run.workdir, ignore_errors=True)
+        self._finish(run)
+        return run.record
+
+    def _check(self, run: _Run) -> None:
+        """Check every name and parameter of the request before Spark starts; resolve the join spec."""
+        from implementations import get as get_impl
+
+        req, record = run.req, run.record
+        stream_spec = req.params.get("updates")
+        choices = dynamic.DYNAMIC_ORACLES if stream_spec is not None else ORACLE_CHOICES
+        if req.oracle not in choices:
+            raise DataError(f"unknown oracle '{req.oracle}' (expected one of {', '.join(choices)})")
+        if req.workers < 1:
+            raise DataError(f"workers must be at least 1, got {req.workers}")
+        run.impl_cls = get_impl(req.impl)
+        if stream_spec is not None and not run.impl_cls.maintains_updates:
+            raise DataError(f"--updates: {req.impl} does not maintain counts under updates ({_maintainers()})")
+        run.run_params, run.impl_params = split_params(run.impl_cls, req.params)
+        run.recompute = recompute.implementation(run.run_params["recompute"])
+        query, options = load_query(req.query)
+        run.spec = spec = make_join_spec(query, req.semantics, req.attribute_order, **options)
+        record["query"] = {
+            "name": query.name, "pattern": query.describe(), "attributes": list(query.attributes),
+            "attribute_order": list(spec.attribute_order), "less_than": [list(p) for p in spec.less_than],
+            "distinct": [list(p) for p in spec.distinct],
+        }
+        run.source = datasets.resolve(req.dataset)
+
+    def _load(self, run: _Run) -> None:
+        """Start Spark (reported apart, outside wall_s), load the graph, the driver's edge arrays and the
+        update stream, and build the implementation on them."""
+        from implementations import RunContext
+
+        req, record, metrics, source = run.req, run.record, run.record["metrics"], run.source
+        if self._spark is None:  # session start-up is reported on its own, outside wall_s
+            session_start = time.perf_counter()
+            self.spark
+            metrics["session_start_s"] = round(time.perf_counter() - session_start, 4)
+            run.started = time.perf_counter()
+        spark = self.spark
+        spark_factory.set_workers(spark, req.workers)
+        record["spark"] = {"master": spark.sparkContext.master, "version": spark.version, "app_id": spark.sparkContext.applicationId}
+        run.graph, load_s, reused = self.graph(source, req.semantics, req.workers)
+        record["dataset"] = run.graph.describe()
+        metrics.update(load_s=round(load_s, 4), load_reused=reused)
+        if run.impl_cls.driver_edges:
+            started_driver_load = time.perf_counter()
+            reused_arrays = run.graph.edge_arrays_read
+            run.graph.edge_arrays()
+            metrics.update(driver_load_s=round(time.perf_counter() - started_driver_load, 4), driver_load_reused=reused_arrays)
+        arrangements = self._arrangements.setdefault((source.kind, source.location, req.semantics), {})
+        if run.run_params["updates"] is not None:  # the initial graph is a set of directed edges in every semantics
+            directed, _, _ = self.graph(source, "directed", req.workers)
+            run.workdir = store.new_scratch("stream")  # Spark's tasks write it: the store, not /tmp
+            with self._counters.job_group(f"load:{source.name}"):
+                run.stream = updates.load_stream(spark, run.run_params["updates"], directed.df, run.workdir)
+        run.impl = run.impl_cls(RunContext(spark, run.graph, run.spec, req.workers, run.impl_params, arrangements, run.stream))
+
+    def _prepare_and_count(self, run: _Run) -> None:
+        """Time prepare (index_s) and count (query_s), then any update batches, under the memory sampler."""
+        req, record, metrics, impl = run.req, run.record, run.record["metrics"], run.impl
+        deadline = None if req.timeout_s is None else time.perf_counter() + req.timeout_s
+        run.window_start = time.time()
+        with MemorySampler(self.spark) as memory:
+            metrics["memory"] = memory  # its report replaces it once it has stopped
+            index_s, _ = self.timed(f"{run.run_id}:index", impl.prepare, deadline, impl.ctx.cancelled)
+            query_s, run.outcome = self.timed(f"{run.run_id}:query", impl.count, deadline, impl.ctx.cancelled)
+            metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=impl.index_reused)
+            metrics["wall_s"] = round(time.perf_counter() - run.started, 4)
+            record["count"] = int(run.outcome.count)
+            record["logical"] = run.outcome.counters
+            if run.stream is not None:
+                self._run_batches(run, deadline, memory)
+        metrics["memory"] = memory.report()
+
+    def _measure(self, run: _Run) -> None:
+        """Spark's counters for the run's window, the time breakdown (and Spark floors), and the
+        implementation's own metrics, which may not replace the harness's."""
+        req, metrics, outcome = run.req, run.record["metrics"], run.outcome
+        metrics.update(self._counters.collect(run.phase_groups, since=run.window_start))
+        metrics["time_breakdown"] = time_breakdown(metrics, outcome.metrics.get("python_task_s"))
+        for phase, breakdown in metrics["time_breakdown"].items() if req.spark_floor else ():
+            shape = metrics["spark_stages_per_job"][phase]
+            floor_s, _ = self.timed(f"{run.run_id}:floor-{phase}", lambda: floor_seconds(self.spark, shape, req.workers), None)
+            breakdown["spark_floor_s"] = round(floor_s, 4)
+        clash = sorted(set(outcome.metrics) & set(metrics))
+        if clash:
+            raise ExecutionError(f"{req.impl} reports metric '{clash[0]}', which the harness already measures")
+        metrics.update(outcome.metrics)
+
+    def _verify(self, run: _Run) -> None:
+        """Check the count with the chosen oracle (a dynamic run: the batch recounts' verdict) and set the status."""
+        from .verify import verify
+
+        req, record = run.req, run.record
+
+        def fetch(limit: int) -> list[tuple]:
+            with self._counters.job_group(f"{run.run_id}:verify"):
+                return run.impl.matches(limit)
+
+        if run.stream is not None:  # verified batch by batch
+            disagrees = record["oracle"]["agrees"] is False
+            record["unverified_reason"] = None if record["verified"] or disagrees else record["oracle"].get("reason")
+        else:
+            graph = run.graph
+            check = verify(graph.published, graph.parquet_glob(), graph.edges, run.spec, record["count"], fetch,
+                           req.oracle, req.oracle_timeout_s, answers=self._oracle_answers)
+            disagrees = check.pop("disagrees")
+            record.update(check)
+        record["status"] = "VAL" if disagrees else "OK" if record["verified"] else "UNVERIFIED"
+
+    def _finish(self, run: _Run) -> None:
+        """Complete the record whatever happened: the memory report, Spark's counters of a failed run, wall_s."""
+        metrics = run.record["metrics"]
         if isinstance(metrics.get("memory"), MemorySampler):
             metrics["memory"] = metrics["memory"].report()
-        if record["status"] in ("TIM", "EXE") and self._counters is not None:
+        if run.record["status"] in ("TIM", "EXE") and self._counters is not None:
             try:
-                metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query", f"{run_id}:updates"], settle_s=5))
+                metrics.update(self._counters.collect(run.phase_groups, settle_s=5))
             except Exception:
                 pass
-        metrics.setdefault("wall_s", round(time.perf_counter() - started, 4))
-        return record
+        metrics.setdefault("wall_s", round(time.perf_counter() - run.started, 4))
 
-    def _run_batches(self, record: dict, impl, stream, spec, req: RunRequest, run_id: str, deadline, workdir: Path,
-                     memory: MemorySampler) -> None:
+    def _run_batches(self, run: _Run, deadline: float | None, memory: MemorySampler) -> None:
         """Apply the stream batch by batch (each timed), recounting the graph with an oracle after each
-        one. With params `recompute: bigjoin`, a fresh BiGJoin run on each state is timed too (the
-        recompute an update saves); its count is agreement, not verification."""
-        spark, metrics = self.spark, record["metrics"]
-        pattern = Pattern.of(spec.query, spec.semantics)
-        recompute = req.params.get("recompute")
-        if recompute not in (None, "bigjoin"):
-            raise DataError(f"params.recompute: expected 'bigjoin', got {recompute!r}")
+        one. With params `recompute: NAME`, a fresh run of registered implementation NAME on each state
+        is timed too (the recompute an update saves); its count is agreement, not verification."""
+        req, record, impl, stream, run_id = run.req, run.record, run.impl, run.stream, run.run_id
+        metrics = record["metrics"]
+        pattern = Pattern.of(run.spec.query, run.spec.semantics)
 
         def recount(name: str) -> dict:
             with memory.paused(), self._counters.job_group(f"{run_id}:verify"):
                 return dynamic.recount(reference, pattern, req.oracle, req.oracle_timeout_s, name)
 
-        def recompute_bigjoin(name: str) -> dict | None:
-            if recompute is None:
+        def recompute_state(name: str) -> dict | None:
+            if run.recompute is None:
                 return None
-            from implementations import RunContext
-            from implementations.bigjoin import BiGJoin
-
             with memory.paused(), self._counters.job_group(f"{run_id}:recompute"):
-                graph = datasets.from_canonical_parquet(spark, reference.export(name), req.semantics, name, req.workers)
-                fresh = BiGJoin(RunContext(spark, graph, spec, req.workers))
-                start = time.perf_counter()
-                fresh.prepare()
-                count = fresh.count().count
-                seconds = time.perf_counter() - start
-                graph.df.unpersist()
-                fresh.index.close()
-            return {"count": count, "seconds": round(seconds, 4)}
+                return recompute.on_state(run.recompute, self.spark, reference.export(name), run.spec, name, req.workers)
 
-        reference = dynamic.Reference(stream, workdir, req.semantics)
+        reference = dynamic.Reference(stream, run.workdir, req.semantics)
         try:
             initial = recount("initial")
             initial.update(count=record["count"], agrees=None if initial["oracle_count"] is None else initial["oracle_count"] == record["count"])
@@ -236,7 +309,7 @@ class Runner:
                 reference.apply(batch)
                 check = recount(f"batch-{batch}")
                 entries.append(dynamic.batch_entry(batch, sizes[batch], seconds, outcome, count, check,
-                                                   recompute_bigjoin(f"batch-{batch}")))
+                                                   recompute_state(f"batch-{batch}")))
         finally:
             reference.close()
         check = dynamic.summary(initial, entries)
@@ -244,9 +317,7 @@ class Runner:
         recounts = [e["recompute_agrees"] for e in entries if "recompute_agrees" in e]
         record.update(count=count, initial=initial, batches=entries, checks=[check], oracle=check,
                       verified=check["status"] == "ok" and bool(check["agrees"]),
-                      agreement=None if not recounts else {
-                          "with": "a fresh bigjoin run on every state (timing comparison, not verification)",
-                          "states": len(recounts), "agreeing": sum(recounts)})
+                      agreement=None if not recounts else recompute.agreement(run.recompute.name, recounts))
         metrics.update(batches=len(entries), updates_s=round(total_s, 4),
                        updates_per_s=round(sum(e["updates"] for e in entries) / total_s, 1) if total_s else None,
                        output_changes_per_s=round(sum(e["output_changes"] for e in entries) / total_s, 1) if total_s else None,
@@ -303,6 +374,14 @@ def time_breakdown(metrics: dict, python_task_s: dict | None = None) -> dict:
     if "query" in out and python_task_s:
         out["query"]["python_task_s"] = python_task_s
     return out
+
+
+def _maintainers() -> str:
+    """Which registered implementations do maintain counts, for the error that says one does not."""
+    from implementations import REGISTRY
+
+    names = [name for name, cls in REGISTRY.items() if cls.maintains_updates]
+    return f"{', '.join(names)} {'does' if len(names) == 1 else 'do'}"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,17 +1,27 @@
-"""Registry of implementations by name."""
+"""Registry of implementations by name: the one list the harness, compare, the CLI and the tests take
+them from. Adding an implementation is its module and one line here; the order is compare's."""
 from __future__ import annotations
 
 from harness.errors import DataError
 
-from .base import BatchOutcome, Implementation, Outcome, RunContext
+from .base import BatchOutcome, Implementation, Outcome, Param, RunContext
 from .bigjoin import BiGJoin
 from .bigjoin_s import BiGJoinS
 from .binary import BinaryJoin
 from .delta_bigjoin import DeltaBiGJoin
 from .local_gj import LocalGenericJoin
+from .nested_loop import NestedLoop
 from .shares import Shares
 
-REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (BinaryJoin, LocalGenericJoin, BiGJoin, BiGJoinS, DeltaBiGJoin, Shares)}
+REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (
+    LocalGenericJoin,
+    BiGJoin,
+    BiGJoinS,
+    DeltaBiGJoin,
+    Shares,
+    BinaryJoin,
+    NestedLoop,
+)}
 
 
 def get(name: str) -> type[Implementation]:
@@ -21,4 +31,4 @@ def get(name: str) -> type[Implementation]:
         raise DataError(f"unknown implementation '{name}' (registered: {', '.join(sorted(REGISTRY))})") from None
 
 
-__all__ = ["REGISTRY", "BatchOutcome", "Implementation", "Outcome", "RunContext", "get"]
+__all__ = ["REGISTRY", "BatchOutcome", "Implementation", "Outcome", "Param", "RunContext", "get"]

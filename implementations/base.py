@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 
 from harness.datasets import Graph
+from harness.params import Param, resolve
 from harness.query import JoinSpec
 
 
@@ -18,7 +19,7 @@ class RunContext:
     graph: Graph
     spec: JoinSpec
     workers: int
-    params: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)  # as given; the implementation reads them typed: Implementation.param
     # Indices built for this graph by earlier runs (shared arrangements); implementations may reuse them.
     arrangements: dict = field(default_factory=dict)
     # Dynamic runs: the initial graph and its update batches (harness.updates.UpdateStream).
@@ -64,6 +65,11 @@ class Implementation(ABC):
     # Computes on the driver from ctx.graph.edge_arrays(): the harness reads them before prepare() and
     # reports that as driver_load_s, so index_s holds only the implementation's own work.
     driver_edges: bool = False
+    # The most edges it accepts (a toy for tiny graphs); prepare() refuses more, compare skips larger graphs.
+    max_edges: int | None = None
+    # The parameters it reads from ctx.params: anything else given is a DataError, and the CLI's flags
+    # and their help come from these declarations.
+    params: tuple[Param, ...] = ()
 
     def apply_updates(self, updates) -> BatchOutcome:
         """Apply one batch, a pyarrow Table (src, dst, diff, seq) in order, held by the driver, and
@@ -72,6 +78,11 @@ class Implementation(ABC):
 
     def __init__(self, ctx: RunContext):
         self.ctx = ctx
+        self._params = resolve(type(self).params, ctx.params, self.name)
+
+    def param(self, name: str):
+        """The typed value of declared parameter `name`: as given, else its default."""
+        return self._params[name]
 
     def prepare(self) -> None:
         """Build indices or arrangements. Timed as index_s. Default: nothing to build."""

@@ -17,7 +17,7 @@ import numpy as np
 from harness.errors import DataError
 
 from . import distributed_index, exchange
-from .base import Implementation, Outcome
+from .base import Implementation, Outcome, Param
 from .plan import ExtensionPlan
 from .prefix_extension import (
     FIELDS,
@@ -75,6 +75,7 @@ class BiGJoin(Implementation):
     description = "BiGJoin: Generic Join as a Spark dataflow of count/propose/intersect exchanges, batched"
     job_class = ExtensionJob
     batches_class = Batches
+    params = (Param("batch", int, DEFAULT_BATCH, "B': proposals per worker per batch (prefixes in flight)"),)
 
     def prepare(self) -> None:
         ctx = self.ctx
@@ -90,8 +91,7 @@ class BiGJoin(Implementation):
         ctx = self.ctx
         self.plan = ExtensionPlan.from_spec(ctx.spec)
         self.plan.require_connected_order(ctx.spec)
-        batch = ctx.params.get("batch")
-        self.budget = DEFAULT_BATCH if batch is None else int(batch)
+        self.budget = self.param("batch")
         if self.budget < 1:
             raise DataError(f"--batch (B', proposals per worker per batch) must be at least 1, got {self.budget}")
 

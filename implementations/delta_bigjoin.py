@@ -30,7 +30,7 @@ from harness.errors import DataError
 from harness.query import adjacency, make_join_spec
 
 from . import exchange, versioned_index
-from .base import BatchOutcome, Outcome
+from .base import BatchOutcome, Outcome, Param
 from .bigjoin import BiGJoin, Counters
 from .plan import ExtensionPlan
 from .prefix_extension import (
@@ -116,6 +116,13 @@ class DeltaBiGJoin(BiGJoin):
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
     job_class = DeltaJob
     maintains_updates = True
+    params = BiGJoin.params + (
+        Param("changes", int, 0, "with --updates: record up to N changed matches per batch"),
+        Param("compact_ratio", float, DEFAULT_COMPACT_RATIO,
+              "compact the versioned index when its overlays hold this share of the base's entries"),
+        Param("self_check_batches", int, DEFAULT_SELF_CHECK_BATCHES,
+              "without an update stream: insert every edge into the empty graph in this many batches"),
+    )
 
     def prepare(self) -> None:
         ctx = self.ctx
@@ -124,12 +131,12 @@ class DeltaBiGJoin(BiGJoin):
         if loops:
             raise DataError(f"delta-bigjoin does not maintain self-loop query edges ({', '.join(loops)})")
         self.configure()
-        self.compact_ratio = float(ctx.params.get("compact_ratio", DEFAULT_COMPACT_RATIO))
-        self.change_limit = int(ctx.params.get("changes", 0))
+        self.compact_ratio = self.param("compact_ratio")
+        self.change_limit = self.param("changes")
         self.self_check = ctx.stream is None
         stream = ctx.stream
         if self.self_check:
-            batches = int(ctx.params.get("self_check_batches", DEFAULT_SELF_CHECK_BATCHES))
+            batches = self.param("self_check_batches")
             empty = ctx.edges.limit(0)
             stream = updates.UpdateStream.of("insert-all", empty, updates.insert_all(ctx.edges, batches))
         self.stream = stream
