@@ -55,7 +55,7 @@ def _slug(text: str) -> str:
 
 
 def cmd_run(args) -> int:
-    from .runner import RunRequest, Runner
+    from .runner import Runner, RunRequest
 
     params = {}
     if args.batch is not None:
@@ -84,9 +84,11 @@ def cmd_run(args) -> int:
 def _checked_workload(name: str, tier: str | None, trials: int | None = None):
     """The workload, with every query, implementation and dataset name checked before Spark starts:
     bad input fails fast and writes nothing."""
-    from . import datasets, workload as workloads
-    from .query import load_query, make_join_spec
     import implementations
+
+    from . import datasets
+    from . import workload as workloads
+    from .query import load_query, make_join_spec
 
     wl = workloads.load(name, tier)
     if trials is not None:

@@ -11,6 +11,7 @@ State (pids, URLs, logs, the workers' private directories) lives in one director
 so `down` stops exactly what `up` started, executors and their Python workers included."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -121,10 +122,9 @@ def _spawn(directory: Path, name: str, args: list[str], host: str = HOST, privat
     if private is not None:
         command = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
                    _isolating_script(private, shared, command)]
-    log = open(directory / "logs" / f"{name}.log", "ab")
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=_env(directory, host), start_new_session=True)
-    log.close()
+    with open(directory / "logs" / f"{name}.log", "ab") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=_env(directory, host), start_new_session=True)
     return proc.pid
 
 
@@ -267,16 +267,12 @@ def down(directory: Path = DEFAULT_DIR, timeout_s: float = 20.0) -> list[int]:
         return []
     procs = _tree(cluster.pids)
     for proc in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.send_signal(signal.SIGTERM)
-        except psutil.Error:
-            pass
     _, still = psutil.wait_procs(procs, timeout=timeout_s)
     for proc in still:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
     psutil.wait_procs(still, timeout=5)
     _state_file(directory).unlink(missing_ok=True)
     return [p.pid for p in procs]

@@ -21,8 +21,8 @@ from rich.table import Table
 
 from . import datasets, peers, results
 from .errors import DataError, HarnessError
-from .peers import PeerResult
 from .oracles import NETWORKX_AUTO_MAX_EDGES, Pattern
+from .peers import PeerResult
 from .query import SEMANTICS, JoinSpec, Query, load_query, make_join_spec
 from .tables import fmt_int
 from .verify import published_count

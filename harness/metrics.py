@@ -182,6 +182,6 @@ def _epoch(stamp: str | None) -> float:
     if not stamp:
         return float("inf")
     try:
-        return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fGMT").replace(tzinfo=dt.timezone.utc).timestamp()
+        return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fGMT").replace(tzinfo=dt.UTC).timestamp()
     except ValueError:
         return float("inf")

@@ -2,6 +2,7 @@
 verify, and return the complete result record. Every failure becomes a typed status."""
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
@@ -9,7 +10,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import datasets, dynamic, results, spark as spark_factory, store, updates
+from . import datasets, dynamic, results, store, updates
+from . import spark as spark_factory
 from .errors import DataError, ExecutionError, HarnessError, RunTimeout
 from .memory import MemorySampler
 from .metrics import SparkCounters
@@ -87,7 +89,8 @@ class Runner:
         metrics = record["metrics"]
         stream, workdir = None, None
         try:
-            from implementations import RunContext, get as get_impl
+            from implementations import RunContext
+            from implementations import get as get_impl
 
             stream_spec = req.params.get("updates")
             choices = dynamic.DYNAMIC_ORACLES if stream_spec is not None else ORACLE_CHOICES
@@ -108,7 +111,7 @@ class Runner:
             source = datasets.resolve(req.dataset)
             if self._spark is None:  # session start-up is reported on its own, outside wall_s
                 session_start = time.perf_counter()
-                self.spark
+                _ = self.spark
                 metrics["session_start_s"] = round(time.perf_counter() - session_start, 4)
                 started = time.perf_counter()
             spark = self.spark
@@ -149,7 +152,7 @@ class Runner:
             metrics["time_breakdown"] = time_breakdown(metrics, outcome.metrics.get("python_task_s"))
             for phase, breakdown in metrics["time_breakdown"].items() if req.spark_floor else ():
                 shape = metrics["spark_stages_per_job"][phase]
-                floor_s, _ = self.timed(f"{run_id}:floor-{phase}", lambda: floor_seconds(self.spark, shape, req.workers), None)
+                floor_s, _ = self.timed(f"{run_id}:floor-{phase}", lambda: floor_seconds(self.spark, shape, req.workers), None)  # noqa: B023 (called at once)
                 breakdown["spark_floor_s"] = round(floor_s, 4)
             clash = sorted(set(outcome.metrics) & set(metrics))
             if clash:
@@ -186,10 +189,8 @@ class Runner:
         if isinstance(metrics.get("memory"), MemorySampler):
             metrics["memory"] = metrics["memory"].report()
         if record["status"] in ("TIM", "EXE") and self._counters is not None:
-            try:
+            with contextlib.suppress(Exception):
                 metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query", f"{run_id}:updates"], settle_s=5))
-            except Exception:
-                pass
         metrics.setdefault("wall_s", round(time.perf_counter() - started, 4))
         return record
 
@@ -231,7 +232,7 @@ class Runner:
             initial.update(count=record["count"], agrees=None if initial["oracle_count"] is None else initial["oracle_count"] == record["count"])
             count, entries, sizes = record["count"], [], stream.sizes()
             for batch in stream.batches:
-                seconds, outcome = self.timed(f"{run_id}:updates", lambda: impl.apply_updates(stream.batch(batch)), deadline)
+                seconds, outcome = self.timed(f"{run_id}:updates", lambda: impl.apply_updates(stream.batch(batch)), deadline)  # noqa: B023 (called at once)
                 count += outcome.delta
                 reference.apply(batch)
                 check = recount(f"batch-{batch}")

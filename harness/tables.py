@@ -22,7 +22,7 @@ def _fmt_bytes(v) -> str:
 
 
 def _oracle_cell(r: dict) -> str:
-    if r.get("status") == "DAT" or not r.get("checks") and not r.get("oracle"):
+    if r.get("status") == "DAT" or (not r.get("checks") and not r.get("oracle")):
         return "-"
     parts = []
     for c in r.get("checks", []):

@@ -125,7 +125,7 @@ class UpdateStream:
     local: object = None  # pyarrow Table of `updates`, ordered by (batch, seq)
 
     @classmethod
-    def of(cls, source: str, initial: DataFrame, updates: DataFrame, **paths) -> "UpdateStream":
+    def of(cls, source: str, initial: DataFrame, updates: DataFrame, **paths) -> UpdateStream:
         local = updates.select("src", "dst", "diff", "batch", "seq").orderBy("batch", "seq").toArrow()
         batches = sorted(set(local.column("batch").to_pylist()))
         return cls(source, initial, updates, batches, local=local, **paths)

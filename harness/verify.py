@@ -4,7 +4,7 @@ count: a skipped, failed or timed-out oracle never does, and the reason is kept.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from .errors import DataError
 from .oracles import ORACLES, Pattern, choose, run_oracle

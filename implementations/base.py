@@ -73,7 +73,7 @@ class Implementation(ABC):
     def __init__(self, ctx: RunContext):
         self.ctx = ctx
 
-    def prepare(self) -> None:
+    def prepare(self) -> None:  # noqa: B027 (an optional hook: the default builds nothing)
         """Build indices or arrangements. Timed as index_s. Default: nothing to build."""
 
     @abstractmethod

@@ -107,7 +107,7 @@ class BiGJoin(Implementation):
         rows = self.index.ids[found[:limit]] if len(found) else np.zeros((0, len(where)), np.int64)
         return [tuple(int(v) for v in row[where]) for row in rows]
 
-    def _run(self, match_limit: int) -> tuple[int, "Counters", np.ndarray]:
+    def _run(self, match_limit: int) -> tuple[int, Counters, np.ndarray]:
         if self.plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
             index = self.index
             ranks = index.loop_vertices if self.plan.loop[0] else np.arange(index.vertices)
@@ -115,7 +115,7 @@ class BiGJoin(Implementation):
         count, counters, found = self.extend([Extension(self.plan)], match_limit)
         return count, counters, found[0]
 
-    def extend(self, extensions: list["Extension"], match_limit: int) -> tuple[int, "Counters", list[np.ndarray]]:
+    def extend(self, extensions: list[Extension], match_limit: int) -> tuple[int, Counters, list[np.ndarray]]:
         """Run Generic Join extensions to completion, batch by batch: one Spark job per batch, in which
         every extension with work at the chosen level takes part. Returns the signed sum of their
         counts, the counters and each extension's sample of matches."""

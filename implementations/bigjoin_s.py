@@ -30,8 +30,7 @@ from . import balanced_index, exchange
 from .balanced_index import BalancedIndex, Partition, edge_code, edge_owner, resolver_code, resolver_owner
 from .bigjoin import Batches, BiGJoin
 from .plan import BOTH, FORWARD, REVERSE
-from .prefix_extension import (ITEM_KINDS, ExtensionJob, StageBase, _concat, _Items, pack_items, take_window,
-                               unpack_items)
+from .prefix_extension import ITEM_KINDS, ExtensionJob, StageBase, _concat, _Items, pack_items, take_window, unpack_items
 
 RANGES, LOOKUPS, ANSWERS = 5, 6, 7  # blob kinds
 RESOLVE, MEMBER, COUNT = 0, 1, 2  # lookup operations
@@ -140,7 +139,7 @@ class _BalancedStage(StageBase):
 
     def _answer(self, data) -> None:
         """Owner role: answer every lookup this worker received, back to its requester."""
-        for kind, (op, requester, offset), arrays in data:
+        for _kind, (op, requester, offset), arrays in data:
             codes = np.cumsum(arrays[0])  # sent as deltas of the sorted keys
             self.add("received_lookups", len(codes))
             if op == RESOLVE:

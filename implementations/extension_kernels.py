@@ -186,9 +186,9 @@ def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last,
         lo, hi = value_bounds(level, prefix, i, above, below)
         g = list_ranges(ix, rel_kind[level, r], k, lo, hi)
         start = w
-        w, t = _emit(ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], first[i], last[i], 0, out, w, prefix, i, level,
+        w, _t = _emit(ix[3], g[0], g[1], ix[7], ix[9], g[2], g[3], first[i], last[i], 0, out, w, prefix, i, level,
                      differ, loop[level], loops, filtered)
-        w, t = _emit(ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], first[i], last[i], g[8], out, w, prefix, i, level,
+        w, _t = _emit(ix[2], g[4], g[5], ix[6], ix[8], g[6], g[7], first[i], last[i], g[8], out, w, prefix, i, level,
                      differ, loop[level], loops, filtered)
         lengths[i] = w - start
     return lengths, out[:w]

@@ -10,7 +10,9 @@ import numpy as np
 from numba import njit
 
 from .base import Implementation, Outcome, RunCancelled
-from .csr import build_csr, contains as _contains, dense_vertices, intersect, lower_bound as _lower_bound, vertex_ranks
+from .csr import build_csr, dense_vertices, intersect, vertex_ranks
+from .csr import contains as _contains
+from .csr import lower_bound as _lower_bound
 from .plan import ExtensionPlan
 
 

@@ -231,7 +231,7 @@ class Candidates(_Items):
     lengths: np.ndarray
     values: np.ndarray
 
-    def take(self, order: np.ndarray) -> "Candidates":
+    def take(self, order: np.ndarray) -> Candidates:
         return Candidates(self.prefix[order], self.mask[order], self.lengths[order],
                           gather_lists(self.lengths, self.values, order.astype(np.int64)))
 
@@ -249,7 +249,7 @@ class Prefixes(_Items):
         return self.min_count
 
     @classmethod
-    def fresh(cls, prefix: np.ndarray, relations: int) -> "Prefixes":
+    def fresh(cls, prefix: np.ndarray, relations: int) -> Prefixes:
         n = len(prefix)
         return cls(np.ascontiguousarray(prefix, dtype=np.int32), np.full(n, (1 << relations) - 1, dtype=np.int32),
                    np.full(n, -1, dtype=np.int32), np.full(n, INT32_MAX, dtype=np.int32))
@@ -499,7 +499,7 @@ class JobResult:
     def chunks(self, group: int = 0) -> dict[int, list[Chunk]]:
         return self.new_chunks.get(group, {})
 
-    def of_group(self, group: int) -> "JobResult":
+    def of_group(self, group: int) -> JobResult:
         rows = self.stats[self.stats[:, F["group"]] == group]
         return JobResult(rows, {group: self.chunks(group)}, {group: self.matches[group]} if group in self.matches else {})
 

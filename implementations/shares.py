@@ -46,8 +46,8 @@ class Shares(Implementation):
         self.edges, self.ids, edge_rows, loop_rows = self.ctx.arrangements[_ARRANGEMENT]
         order = spec.attribute_order
         size = {FORWARD: edge_rows, REVERSE: edge_rows, BOTH: 2 * edge_rows}
-        self.relations = [hypercube.Relation(f"{order[e]}-{order[l]}", (order[e], order[l]), size[kind])
-                          for e, l, kind in self.plan.atoms]
+        self.relations = [hypercube.Relation(f"{order[early]}-{order[late]}", (order[early], order[late]), size[kind])
+                          for early, late, kind in self.plan.atoms]
         self.loop_positions = [j for j in range(self.plan.m) if self.plan.loop[j]]
         self.relations += [hypercube.Relation(f"{order[j]}-{order[j]}", (order[j],), loop_rows) for j in self.loop_positions]
         self.allocation = hypercube.allocate(order, self.relations, self.ctx.workers)
@@ -115,11 +115,11 @@ class Shares(Implementation):
         cells = self.allocation.cells
         tokens = exchange.routing_tokens(self.ctx.spark, cells)
         edges, parts = self.edges, []
-        for i, (e, l, kind) in enumerate(self.plan.atoms):
+        for i, (early, late, kind) in enumerate(self.plan.atoms):
             if kind in (FORWARD, BOTH):
-                parts.append(self._shipped(edges, i, (e, "src"), (l, "dst"), tokens))
+                parts.append(self._shipped(edges, i, (early, "src"), (late, "dst"), tokens))
             if kind in (REVERSE, BOTH):
-                parts.append(self._shipped(edges, i, (e, "dst"), (l, "src"), tokens))
+                parts.append(self._shipped(edges, i, (early, "dst"), (late, "src"), tokens))
         loops = edges.filter(F.col("src") == F.col("dst"))
         for i, j in enumerate(self.loop_positions, start=len(self.plan.atoms)):
             parts.append(self._shipped(loops, i, (j, "src"), (j, "src"), tokens))

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 from numba import njit
-from pyspark.sql import functions as F
 
 from harness import store
 

@@ -96,5 +96,13 @@ def run_oracle(name: str, parquet_glob: str, pattern: Pattern, timeout_s: float,
     return result
 
 
-__all__ = ["COUNTS", "ORACLES", "NETWORKX_AUTO_MAX_EDGES", "Pattern", "choose", "not_applicable", "run_in_child",
-           "run_oracle"]
+__all__ = [
+    "COUNTS",
+    "NETWORKX_AUTO_MAX_EDGES",
+    "ORACLES",
+    "Pattern",
+    "choose",
+    "not_applicable",
+    "run_in_child",
+    "run_oracle",
+]
