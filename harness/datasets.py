@@ -198,7 +198,7 @@ class Graph:
     degrees: dict
     published: dict
     cache_hit: bool
-    df: DataFrame | None = None
+    df: DataFrame
     _edge_arrays: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -235,6 +235,7 @@ def canonicalize(raw: DataFrame, semantics: str) -> tuple[DataFrame, dict]:
         F.count(F.lit(1)).alias("raw"),
         F.sum(F.when(F.col("src") == F.col("dst"), 1).otherwise(0)).alias("loops"),
     ).first()
+    assert stats is not None  # an aggregate without grouping has one row
     raw_rows, loops = stats["raw"], stats["loops"] or 0
     vertices = raw.select(F.col("src").alias("v")).union(raw.select(F.col("dst").alias("v"))).distinct().count()
     if semantics == "directed":
@@ -259,6 +260,7 @@ def canonicalize(raw: DataFrame, semantics: str) -> tuple[DataFrame, dict]:
 
 def _fingerprint(df: DataFrame) -> str:
     row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64("src", "dst").cast("decimal(38,0)")).alias("h")).first()
+    assert row is not None  # an aggregate without grouping has one row
     return f"{row['n']}:{row['h'] or 0}"
 
 
@@ -364,7 +366,9 @@ def load(spark: SparkSession, source: Source, semantics: str, partitions: int = 
     scratch = cache_root() / "links"
     if source.kind == "generator":
         kind, params = generators.parse_spec(source.location)
-        digest, of = _key_material(source)
+        material = _key_material(source)
+        assert material is not None  # a generator's spec is its key
+        digest, of = material
         meta = {"name": source.name, "source": source.location, "sha256": digest, "sha256_of": of, "published": source.published}
         return _materialize(spark, digest, semantics, lambda: generators.generate(spark, kind, params, partitions), meta, partitions)
     path = Path(source.location)
@@ -374,7 +378,9 @@ def load(spark: SparkSession, source: Source, semantics: str, partitions: int = 
     if not path.exists():
         raise DataError(f"edge file {path}: not found")
     fmt = source.fmt or edgelist.detect_format(path)
-    digest, of = _key_material(source)
+    material = _key_material(source)
+    assert material is not None  # the path exists
+    digest, of = material
     meta = {"name": source.name, "source": str(path), "sha256": digest, "sha256_of": of, "format": fmt, "published": source.published}
     return _materialize(spark, digest, semantics, lambda: edgelist.read_edges(spark, path, fmt, scratch), meta, partitions)
 

@@ -21,6 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from . import store
 from .oracles import Pattern, linalg, native, not_applicable, nx_search, run_in_child, sql
@@ -125,7 +126,7 @@ def kuzu_count(parquet_glob: str, pattern: Pattern, db_dir: str) -> dict:
 
     load_s, _ = _timed(load)
     cypher, divisor = kuzu_cypher(pattern)
-    query_s, result = _timed(lambda: con.execute(cypher).get_next())
+    query_s, result = _timed(lambda: cast(kuzu.QueryResult, con.execute(cypher)).get_next())  # one statement, one result
     con.close()
     db.close()
     return {"count": sql.divide(int(result[0]), divisor), "load_s": load_s, "query_s": query_s}

@@ -9,6 +9,9 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
 
 from . import datasets, dynamic, results, store, updates
 from . import spark as spark_factory
@@ -46,18 +49,24 @@ class Runner:
     def __init__(self, master: str | None = None, workers: int = 2):
         self.master = master
         self.initial_workers = workers
-        self._spark = None
-        self._counters = None
+        self._spark: SparkSession | None = None
+        self._counters: SparkCounters | None = None
         self._graphs: dict[tuple[str, str, str], tuple[datasets.Graph, float]] = {}
         self._arrangements: dict[tuple[str, str, str], dict] = {}  # indices built per graph, shared by runs
         self._oracle_answers: dict = {}  # an oracle's answer on a graph serves every implementation run on it
 
     @property
-    def spark(self):
+    def spark(self) -> SparkSession:
         if self._spark is None:
             self._spark = spark_factory.get_session(self.master, self.initial_workers)
             self._counters = SparkCounters(self._spark)
         return self._spark
+
+    @property
+    def counters(self) -> SparkCounters:
+        """The session's counters, there once `spark` has started it."""
+        assert self._counters is not None, "no Spark session yet"
+        return self._counters
 
     def graph(self, source: datasets.Source, semantics: str, workers: int) -> tuple[datasets.Graph, float, bool]:
         """(graph, load seconds, reused) — reused graphs report the load time of their first use."""
@@ -66,7 +75,7 @@ class Runner:
             graph, load_s = self._graphs[key]
             return graph, load_s, True
         start = time.perf_counter()
-        with self._counters.job_group(f"load:{source.name}"):
+        with self.counters.job_group(f"load:{source.name}"):
             graph = datasets.load(self.spark, source, semantics, partitions=workers)
         load_s = time.perf_counter() - start
         self._graphs[key] = (graph, load_s)
@@ -75,11 +84,11 @@ class Runner:
     def run(self, req: RunRequest) -> dict:
         run_id = results.new_run_id()
         started = time.perf_counter()
-        record = {
+        record: dict[str, Any] = {
             "schema_version": results.SCHEMA_VERSION, "run_id": run_id, "timestamp": results.now_iso(),
             "git": results.git_info(), "machine": results.machine_info(),
             "workload": req.workload, "trial": req.trial, "semantics": req.semantics,
-            "query": {"name": str(req.query)} if not isinstance(req.query, (dict, Query)) else {"name": getattr(req.query, "name", None) or req.query.get("name")},
+            "query": {"name": str(req.query)} if not isinstance(req.query, (dict, Query)) else {"name": req.query.name if isinstance(req.query, Query) else req.query.get("name")},
             "dataset": {"name": req.dataset}, "implementation": req.impl,
             "params": {"workers": req.workers, **req.params}, "status": None, "error": None,
             "allow_unverified": req.allow_unverified, "timeout_expected": req.timeout_expected,
@@ -131,7 +140,7 @@ class Runner:
             if stream_spec is not None:  # the initial graph is a set of directed edges in every semantics
                 directed, _, _ = self.graph(source, "directed", req.workers)
                 workdir = store.new_scratch("stream")  # Spark's tasks write it: the store, not /tmp
-                with self._counters.job_group(f"load:{source.name}"):
+                with self.counters.job_group(f"load:{source.name}"):
                     stream = updates.load_stream(spark, str(stream_spec), directed.df, workdir)
             impl = impl_cls(RunContext(spark, graph, spec, req.workers, dict(req.params), arrangements, stream))
             deadline = None if req.timeout_s is None else time.perf_counter() + req.timeout_s
@@ -145,10 +154,11 @@ class Runner:
                 record["count"] = int(outcome.count)
                 record["logical"] = outcome.counters
                 if stream is not None:
+                    assert workdir is not None  # made with the stream
                     self._run_batches(record, impl, stream, spec, req, run_id, deadline, workdir, memory)
             metrics["memory"] = memory.report()
-            metrics.update(self._counters.collect([f"{run_id}:index", f"{run_id}:query", f"{run_id}:updates"],
-                                                  since=window_start))
+            metrics.update(self.counters.collect([f"{run_id}:index", f"{run_id}:query", f"{run_id}:updates"],
+                                                 since=window_start))
             metrics["time_breakdown"] = time_breakdown(metrics, outcome.metrics.get("python_task_s"))
             for phase, breakdown in metrics["time_breakdown"].items() if req.spark_floor else ():
                 shape = metrics["spark_stages_per_job"][phase]
@@ -162,7 +172,7 @@ class Runner:
             from .verify import verify
 
             def fetch(limit: int) -> list[tuple]:
-                with self._counters.job_group(f"{run_id}:verify"):
+                with self.counters.job_group(f"{run_id}:verify"):
                     return impl.matches(limit)
 
             if stream is not None:  # verified batch by batch
@@ -206,7 +216,7 @@ class Runner:
             raise DataError(f"params.recompute: expected 'bigjoin', got {recompute!r}")
 
         def recount(name: str) -> dict:
-            with memory.paused(), self._counters.job_group(f"{run_id}:verify"):
+            with memory.paused(), self.counters.job_group(f"{run_id}:verify"):
                 return dynamic.recount(reference, pattern, req.oracle, req.oracle_timeout_s, name)
 
         def recompute_bigjoin(name: str) -> dict | None:
@@ -215,7 +225,7 @@ class Runner:
             from implementations import RunContext
             from implementations.bigjoin import BiGJoin
 
-            with memory.paused(), self._counters.job_group(f"{run_id}:recompute"):
+            with memory.paused(), self.counters.job_group(f"{run_id}:recompute"):
                 graph = datasets.from_canonical_parquet(spark, reference.export(name), req.semantics, name, req.workers)
                 fresh = BiGJoin(RunContext(spark, graph, spec, req.workers))
                 start = time.perf_counter()
@@ -261,7 +271,7 @@ class Runner:
         box: dict = {}
 
         def target():
-            with self._counters.job_group(group):
+            with self.counters.job_group(group):
                 try:
                     box["value"] = fn()
                 except BaseException as exc:
@@ -273,7 +283,7 @@ class Runner:
         thread.join(None if deadline is None else max(0.0, deadline - time.perf_counter()))
         if thread.is_alive():
             timed_out_s = time.perf_counter() - start
-            self._counters.cancel(group)
+            self.counters.cancel(group)
             if cancelled is not None:
                 cancelled.set()
             thread.join(60)

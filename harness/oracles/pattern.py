@@ -47,7 +47,7 @@ class Pattern:
             import networkx as nx
             from networkx.algorithms.isomorphism import GraphMatcher
 
-            graph = nx.Graph()
+            graph: nx.Graph[str] = nx.Graph()
             graph.add_nodes_from(attrs)
             graph.add_edges_from(tuple(p) for p in self.pairs)
             return sum(1 for _ in GraphMatcher(graph, graph).isomorphisms_iter())
