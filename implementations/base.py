@@ -5,11 +5,15 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
 from harness.datasets import Graph
 from harness.query import JoinSpec
+
+if TYPE_CHECKING:
+    from harness.updates import UpdateStream
 
 
 @dataclass
@@ -22,7 +26,7 @@ class RunContext:
     # Indices built for this graph by earlier runs (shared arrangements); implementations may reuse them.
     arrangements: dict = field(default_factory=dict)
     # Dynamic runs: the initial graph and its update batches (harness.updates.UpdateStream).
-    stream: object | None = None
+    stream: UpdateStream | None = None
     # Set by the harness at a run's deadline. Spark jobs are cancelled through their job group; work
     # on the driver (local-gj's kernel) checks this between slices and raises RunCancelled.
     cancelled: threading.Event = field(default_factory=threading.Event)

@@ -33,7 +33,7 @@ class Batches:
 
     def __init__(self, levels: int, workers: int, budget: int):
         self.budget = budget
-        self.queues = {j: [[] for _ in range(workers)] for j in range(1, levels)}
+        self.queues: dict[int, list[list[Chunk]]] = {j: [[] for _ in range(workers)] for j in range(1, levels)}
         self.consumed = {j: [0] * workers for j in range(1, levels)}
 
     def remaining(self, level: int) -> list[int]:
@@ -66,6 +66,7 @@ class BiGJoin(Implementation):
     description = "BiGJoin: Generic Join as a Spark dataflow of count/propose/intersect exchanges, batched"
     job_class = ExtensionJob
     batches_class = Batches
+    _sample: np.ndarray | None  # the matches a count kept; None once the graph has changed
 
     def prepare(self) -> None:
         ctx = self.ctx
@@ -126,7 +127,7 @@ class BiGJoin(Implementation):
         counters = Counters(m)
         found: list[list[np.ndarray]] = [[] for _ in extensions]
         signed, job_id, first = 0, 0, True
-        level = extensions[0].first_level
+        level: int | None = extensions[0].first_level
         try:
             while level is not None:
                 jobs = [self.job_class(str(self.index.root), ctx.workers, tokens, ext.plan, level, self.budget,
@@ -207,6 +208,7 @@ class Counters:
         for name in self.totals:
             self.totals[name] += result.total(name)
         loads = sum(result.per_worker(name) for name in RECEIVED)  # (stage, worker)
+        assert isinstance(loads, np.ndarray)  # RECEIVED is not empty
         received = loads.sum(axis=1)
         for stage in range(1, len(received)):
             key = f"level{j}.exchange{stage}"
@@ -223,7 +225,7 @@ class Counters:
         """Per-round max/mean of the tuples each worker received, and the worst round that had
         enough work to share."""
         skews = [round(max(r) * len(r) / sum(r), 4) if sum(r) else None for r in self.round_loads]
-        busy = [s for s, r in zip(skews, self.round_loads) if sum(r) >= ENOUGH_WORK * len(r)]
+        busy = [s for s, r in zip(skews, self.round_loads) if s is not None and sum(r) >= ENOUGH_WORK * len(r)]
         return {"round_load_skew": skews, "enough_work_per_worker": ENOUGH_WORK,
                 "rounds_with_enough_work": len(busy), "max_round_load_skew": max(busy, default=None)}
 

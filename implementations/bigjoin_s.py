@@ -20,6 +20,7 @@ import io
 import os
 import shutil
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from harness.errors import ExecutionError
 from . import balanced_index, exchange
 from .balanced_index import BalancedIndex, Partition, edge_code, edge_owner, resolver_code, resolver_owner
 from .bigjoin import Batches, BiGJoin
+from .distributed_index import PartitionedIndex
 from .plan import BOTH, FORWARD, REVERSE
 from .prefix_extension import ITEM_KINDS, ExtensionJob, StageBase, _concat, _Items, pack_items, take_window, unpack_items
 
@@ -108,6 +110,7 @@ class BalancedJob(ExtensionJob):
 
 class _BalancedStage(StageBase):
     """One worker in one stage of a BiGJoin-S batch: requester, owner, or receiver of Balance's ranges."""
+    job: BalancedJob
 
     def __init__(self, job: BalancedJob, stage: int, p: int):
         super().__init__(job, stage, p)
@@ -392,6 +395,7 @@ class BiGJoinS(BiGJoin):
         key = ("balanced-index", self.ctx.workers)
         reused = key in self.ctx.arrangements
         if not reused:
-            self.ctx.arrangements[key] = balanced_index.build(self.ctx.spark, self.index)
+            # self.index is still the key-partitioned index super().prepare() set
+            self.ctx.arrangements[key] = balanced_index.build(self.ctx.spark, cast(PartitionedIndex, self.index))
         self.index_reused = self.index_reused and reused
         self.index: BalancedIndex = self.ctx.arrangements[key]
