@@ -55,7 +55,7 @@ def _slug(text: str) -> str:
 
 
 def cmd_run(args) -> int:
-    from .runner import RunRequest, Runner
+    from .runner import Runner, RunRequest
 
     params = {p.name: getattr(args, p.name) for p in _declared_params() if getattr(args, p.name) is not None}
     req = RunRequest(
@@ -78,10 +78,12 @@ def cmd_run(args) -> int:
 def _checked_workload(name: str, tier: str | None, trials: int | None = None):
     """The workload, with every query, implementation and dataset name checked before Spark starts:
     bad input fails fast and writes nothing."""
-    from . import datasets, workload as workloads
+    import implementations
+
+    from . import datasets
+    from . import workload as workloads
     from .query import load_query, make_join_spec
     from .runner import split_params
-    import implementations
 
     wl = workloads.load(name, tier)
     if trials is not None:
@@ -252,6 +254,7 @@ def cmd_compare(args) -> int:
 def _declared_params() -> list:
     """The harness's run parameters, then every parameter an implementation declares (first declaration wins)."""
     from implementations import REGISTRY
+
     from .runner import RUN_PARAMS
 
     seen: dict[str, object] = {p.name: p for p in RUN_PARAMS}
@@ -264,6 +267,7 @@ def _declared_params() -> list:
 def _add_param_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per declared parameter, its help from the declaration and the implementations that read it."""
     from implementations import REGISTRY
+
     from .runner import RUN_PARAMS
 
     dynamic = [name for name, cls in REGISTRY.items() if cls.maintains_updates]

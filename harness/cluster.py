@@ -11,6 +11,7 @@ State (pids, URLs, logs, the workers' private directories) lives in one director
 so `down` stops exactly what `up` started, executors and their Python workers included."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -19,6 +20,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -115,23 +117,22 @@ def _env(directory: Path, host: str = HOST) -> dict:
 
 
 def _spawn(directory: Path, name: str, args: list[str], host: str = HOST, private: Path | None = None,
-           shared: list[Path] = ()) -> int:
+           shared: Sequence[Path] = ()) -> int:
     """Start a Spark daemon; with `private`, in its own mount namespace (see `_isolating_script`)."""
     command = [str(spark_home() / "bin" / "spark-class"), *args]
     if private is not None:
         command = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
                    _isolating_script(private, shared, command)]
-    log = open(directory / "logs" / f"{name}.log", "ab")
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=_env(directory, host), start_new_session=True)
-    log.close()
+    with open(directory / "logs" / f"{name}.log", "ab") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=_env(directory, host), start_new_session=True)
     return proc.pid
 
 
 PRIVATE_VIEWS = (".cache", ".cluster", "results")  # the checkout's directories each host gets its own copy of
 
 
-def _isolating_script(private: Path, shared: list[Path], command: list[str]) -> str:
+def _isolating_script(private: Path, shared: Sequence[Path], command: list[str]) -> str:
     """Shell run inside the new mount namespace: a private /tmp (`private`/tmp) in which the `shared`
     paths that live under /tmp (the store, the checkout, the input datasets) stay visible at their own paths, then
     empty private views of the checkout's state directories, then exec the daemon. `private` is first
@@ -182,10 +183,12 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
     if busy:
         raise DataError(f"cluster: port {busy[0]} on {HOST} is in use; pick other ports (--port / --webui-port)")
     (directory / "logs").mkdir(parents=True, exist_ok=True)
+    shared: list[Path] = []  # what an isolated host sees of the others'
     if isolated:
         store = _isolated_store(directory, store)
         if os.geteuid() != 0:
             raise DataError("cluster: an isolated cluster mounts a private /tmp per worker (unshare -m), which needs root")
+        shared = _shared_paths(store)
     master_pid = _spawn(directory, "master", ["org.apache.spark.deploy.master.Master", "--host", HOST,
                                                "--port", str(port), "--webui-port", str(webui_port)])
     cluster = Cluster(str(directory), port, webui_port, master_pid, store=str(store) if isolated else None)
@@ -201,7 +204,7 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
             cluster.worker_pids.append(_spawn(directory, f"worker-{i}", [
                 "org.apache.spark.deploy.worker.Worker", "--host", host, "--webui-port", str(webui_port + 1 + i),
                 "--cores", str(cores), "--memory", memory, "--work-dir", str(work), cluster.url],
-                host, private, _shared_paths(store) if isolated else []))
+                host, private, shared))
             cluster.worker_hosts.append(host)
             _save(cluster)
         alive = lambda: sum(w.get("state") == "ALIVE" for w in cluster.state().get("workers", [])) >= workers  # noqa: E731
@@ -225,7 +228,8 @@ def _isolated_store(directory: Path, store: Path | None) -> Path:
     from . import store as shared
 
     default = directory.parent / f"{directory.name}-store"
-    path = (shared.as_path(shared.configured()) if shared.configured() else default) if store is None else store
+    configured = shared.configured()
+    path = (shared.as_path(configured) if configured else default) if store is None else store
     path = Path(path).resolve()
     for name in PRIVATE_VIEWS:
         if path.is_relative_to((REPO / name).resolve()):
@@ -267,16 +271,12 @@ def down(directory: Path = DEFAULT_DIR, timeout_s: float = 20.0) -> list[int]:
         return []
     procs = _tree(cluster.pids)
     for proc in procs:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.send_signal(signal.SIGTERM)
-        except psutil.Error:
-            pass
     _, still = psutil.wait_procs(procs, timeout=timeout_s)
     for proc in still:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
     psutil.wait_procs(still, timeout=5)
     _state_file(directory).unlink(missing_ok=True)
     return [p.pid for p in procs]

@@ -13,8 +13,11 @@ edges into the system) plus its query. Writes compare.json and compare.md into o
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any, cast
 
 from rich.markup import escape
 from rich.table import Table
@@ -23,8 +26,8 @@ import implementations
 
 from . import datasets, peers, results
 from .errors import DataError, HarnessError
-from .peers import PeerResult
 from .oracles import NETWORKX_AUTO_MAX_EDGES, Pattern
+from .peers import PeerResult
 from .query import SEMANTICS, JoinSpec, Query, load_query, make_join_spec
 from .tables import fmt_int
 from .verify import published_count
@@ -122,10 +125,10 @@ def _graphx_row(runner, cmp: Comparison, graph, run_id: str, pattern: Pattern) -
         return PeerResult("graphx", f"W={cmp.spark_workers}", exc.status, error=str(exc), workers=cmp.spark_workers)
 
 
-def _steps(cmp: Comparison, runner, graph, run_id: str) -> list[tuple[str, object]]:
+def _steps(cmp: Comparison, runner, graph, run_id: str) -> list[tuple[str, Callable[[], PeerResult]]]:
     glob, timeout = graph.parquet_glob(), cmp.timeout_s
     pattern = Pattern.of(cmp.query, cmp.semantics)
-    steps = []
+    steps: list[tuple[str, Callable[[], PeerResult]]] = []
     if NATIVE in cmp.systems:
         steps.append((NATIVE, lambda: peers.in_memory_peer(NATIVE, glob, pattern, timeout)))
     for impl in (s for s in cmp.systems if s in PROJECT):
@@ -135,7 +138,7 @@ def _steps(cmp: Comparison, runner, graph, run_id: str) -> list[tuple[str, objec
             continue
         for w in (cmp.workers if impl == SWEPT else (cmp.spark_workers,)):
             label = impl if impl == BASELINE else f"{impl} W={w}"
-            steps.append((label, lambda impl=impl, w=w: _project_row(runner, cmp, impl, w)))
+            steps.append((label, partial(_project_row, runner, cmp, impl, w)))
     peer_runs = {
         "duckdb": lambda: peers.duckdb_peer(glob, pattern, timeout),
         "kuzu": lambda: peers.kuzu_peer(glob, pattern, timeout),
@@ -240,6 +243,7 @@ def agree(rows: list[PeerResult], labels: dict[int, str]) -> dict:
     groups: dict[int, list[str]] = {}
     for r in rows:
         if r.status == "OK":
+            assert r.count is not None  # a completed system has its count
             groups.setdefault(r.count, []).append(labels[id(r)])
     skipped = [labels[id(r)] for r in rows if r.status == "SKIP"]
     failed = [f"{labels[id(r)]} {r.status}" for r in rows if r.status not in ("OK", "SKIP")]
@@ -273,14 +277,20 @@ def agree(rows: list[PeerResult], labels: dict[int, str]) -> dict:
 
 def cost_figure(rows: list[PeerResult], base: float | None) -> dict:
     """COST: the fewest Spark cores (W) at which BiGJoin's index + query time beats local-gj's."""
-    swept = sorted((r for r in rows if r.system == SWEPT and r.total_s is not None), key=lambda r: r.workers)
+    swept = sorted((r for r in rows if r.system == SWEPT and r.total_s is not None), key=lambda r: cast(int, r.workers))  # a run at W has its W
     for name, missing in ((BASELINE, base is None), (SWEPT, not swept)):
         if missing:
             why = "did not complete" if any(r.system == name for r in rows) else "was not run"
             return {"cost": None, "line": f"COST: not measured: {name} {why}", "ratios": {}}
-    ratios = {r.workers: round(r.total_s / base, 3) for r in swept}
-    out = {"cost": None, "local_gj_s": base, "bigjoin_s": {r.workers: r.total_s for r in swept}, "ratios": ratios}
-    win = next((r for r in swept if r.total_s < base), None)
+    assert base is not None
+
+    def total(r: PeerResult) -> float:  # swept holds the completed runs
+        assert r.total_s is not None
+        return r.total_s
+
+    ratios = {r.workers: round(total(r) / base, 3) for r in swept}
+    out: dict[str, Any] = {"cost": None, "local_gj_s": base, "bigjoin_s": {r.workers: r.total_s for r in swept}, "ratios": ratios}
+    win = next((r for r in swept if total(r) < base), None)
     if win is not None:
         out["cost"] = win.workers
         out["line"] = (f"COST = {win.workers}: BiGJoin at W={win.workers} takes {win.total_s:.2f} s, "

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from rich.table import Table
 
-from . import datasets, fetch as fetcher, results, updates
+from . import datasets, results, updates
+from . import fetch as fetcher
 from .errors import DataError
 from .query import BUILTINS
 from .spark import get_session
@@ -47,7 +48,8 @@ def _number_in(note: str, value: int) -> bool:
 
 def verify(spark, source: datasets.Source) -> dict:
     """Compare converted node, edge and undirected triangle counts with the published figures."""
-    from .oracles import Pattern, edges as edge_arrays, native
+    from .oracles import Pattern, native
+    from .oracles import edges as edge_arrays
 
     start = time.perf_counter()
     und = datasets.load(spark, source, "undirected")

@@ -139,7 +139,9 @@ def _read_parquet(spark: SparkSession, path: Path) -> DataFrame:
 def _raise_bad_line(lines: DataFrame, path: Path, pos: int, patterns: list[str]) -> None:
     part, index = pos >> 33, pos & ((1 << 33) - 1)
     before = lines.filter(F.col("part") < part).count()
-    value = lines.filter(F.col("pos") == pos).first()["value"]
+    row = lines.filter(F.col("pos") == pos).first()
+    assert row is not None  # pos is the position of a line in `lines`
+    value = row["value"]
     raise DataError(f"{path}:{before + index + 1}: {_explain(value, patterns)}: {value.strip()[:80]!r}")
 
 

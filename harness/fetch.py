@@ -51,7 +51,10 @@ def _unpack_member(archive: Path, member: str, target: Path) -> None:
         info = next((m for m in tar if m.name == member or m.name.endswith("/" + member)), None)
         if info is None:
             raise DataError(f"{archive}: no member '{member}'")
-        with tar.extractfile(info) as src, open(tmp, "wb") as out:
+        src = tar.extractfile(info)
+        if src is None:
+            raise DataError(f"{archive}: member '{info.name}' is not a file")
+        with src, open(tmp, "wb") as out:
             shutil.copyfileobj(src, out, CHUNK)
     os.replace(tmp, target)
 

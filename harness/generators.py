@@ -5,7 +5,9 @@ whatever the number of partitions."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -160,7 +162,7 @@ def hub_family(spark: SparkSession, p: HubsParams, partitions: int) -> DataFrame
         _affine_scramble(src, p.n, p.seed).alias("src"), _affine_scramble(dst, p.n, p.seed).alias("dst"))
 
 
-GENERATORS = {
+GENERATORS: dict[str, tuple[type, Callable[[SparkSession, Any, int], DataFrame]]] = {
     "rmat": (RmatParams, rmat),
     "er": (ErParams, erdos_renyi),
     "chunglu": (ChungLuParams, chung_lu),

@@ -115,7 +115,7 @@ class MemorySampler:
             self.hwm = {k: reset and _reset_hwm(self._tracked[k]) for k, reset in self.hwm.items()}
             self._paused.clear()
 
-    def __enter__(self) -> "MemorySampler":
+    def __enter__(self) -> MemorySampler:
         self.hwm = {k: _reset_hwm(proc) for k, proc in self._tracked.items()}
         self.start = self.read()
         self.peak = dict(self.start)

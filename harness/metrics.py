@@ -166,7 +166,7 @@ class SparkCounters:
         started, with Spark's reason, and the driver's peak heap over the whole application (labelled
         so: it is not the run's)."""
         executors = self._get("/allexecutors")
-        driver = next((ex for ex in executors if ex.get("id") == "driver"), {})
+        driver: dict = next((ex for ex in executors if ex.get("id") == "driver"), {})
         return {
             "application_driver_peak_jvm_heap_bytes": (driver.get("peakMemoryMetrics") or {}).get("JVMHeapMemory") or None,
             "executors_lost": [f"{ex['id']}: {ex.get('removeReason') or 'removed'}" for ex in executors
@@ -182,6 +182,6 @@ def _epoch(stamp: str | None) -> float:
     if not stamp:
         return float("inf")
     try:
-        return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fGMT").replace(tzinfo=dt.timezone.utc).timestamp()
+        return dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fGMT").replace(tzinfo=dt.UTC).timestamp()
     except ValueError:
         return float("inf")

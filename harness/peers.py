@@ -15,14 +15,17 @@ child process that is killed at the timeout (`oracles.run_in_child`); GraphX run
 cancelled through its Spark job group."""
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from . import store
-from .oracles import Pattern, edges as edge_arrays, linalg, native, not_applicable, nx_search, run_in_child, sql
+from .oracles import Pattern, linalg, native, not_applicable, nx_search, run_in_child, sql
+from .oracles import edges as edge_arrays
 
 KUZU_THREADS = sql.DUCKDB_THREADS
 KUZU_BUFFER_POOL_BYTES = 12 << 30  # Kùzu keeps intermediates in its pool: 6 GiB fails on clique4 of ego-Facebook; its default is 80% of memory
@@ -123,7 +126,7 @@ def kuzu_count(parquet_glob: str, pattern: Pattern, db_dir: str) -> dict:
 
     load_s, _ = _timed(load)
     cypher, divisor = kuzu_cypher(pattern)
-    query_s, result = _timed(lambda: con.execute(cypher).get_next())
+    query_s, result = _timed(lambda: cast(kuzu.QueryResult, con.execute(cypher)).get_next())  # one statement, one result
     con.close()
     db.close()
     return {"count": sql.divide(int(result[0]), divisor), "load_s": load_s, "query_s": query_s}
@@ -239,8 +242,6 @@ def graphx_peer(spark, graph, pattern: Pattern, workers: int, timed) -> PeerResu
                           extra={"graphx_edges": int(edges)})
     finally:
         for g in graphs:
-            try:
+            with contextlib.suppress(Exception):
                 g.unpersist(False)
-            except Exception:
-                pass
         shutil.rmtree(workdir, ignore_errors=True)

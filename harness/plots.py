@@ -31,7 +31,7 @@ def shares_w_sweep(records: list[dict], path: Path) -> Path | None:
                         label=f"IN·W^(1-1/τ*), τ*={tau:g}")
         load_ax.plot(w, [x["max_cell_load"] for x in lg], "o-", color=colour, label=f"{label}: busiest cell")
         load_ax.plot(w, [x["mean_cell_load"] for x in lg], "s:", color=colour, alpha=0.8, label="mean cell")
-        load_ax.plot(w, [size / x ** (1 / tau) for x in w], "--", color=colour, alpha=0.6, label=f"IN/W^(1/τ*)")
+        load_ax.plot(w, [size / x ** (1 / tau) for x in w], "--", color=colour, alpha=0.6, label="IN/W^(1/τ*)")
     for ax, title in ((shipped_ax, "total tuples shipped (cluster memory)"), (load_ax, "tuples received per cell")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

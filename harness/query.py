@@ -94,6 +94,7 @@ def query_from_mapping(data: object, where: str) -> tuple[Query, dict]:
         for i, item in enumerate(raw):
             if isinstance(item, str) and _DASH_EDGE.match(item):
                 m = _DASH_EDGE.match(item)
+                assert m is not None
                 edges.append((m.group(1), m.group(2)))
             elif (isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) and re.fullmatch(_ATTR, v) for v in item)):
                 edges.append((item[0], item[1]))

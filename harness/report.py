@@ -35,9 +35,9 @@ def load_runs(runs_dir: Path) -> dict[str, list[dict]]:
             elif held[0] == directory.name:
                 held[1].append(record)
     out: dict[str, list[dict]] = {}
-    for (workload, _), (directory, records) in sorted(newest.items()):
+    for (workload, _), (dir_name, records) in sorted(newest.items()):
         for r in records:
-            r["_dir"] = directory
+            r["_dir"] = dir_name
         out.setdefault(workload, []).extend(records)
     return out
 

@@ -2,6 +2,7 @@
 verify, and return the complete result record. Every failure becomes a typed status."""
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
@@ -9,7 +10,8 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import datasets, dynamic, recompute, results, spark as spark_factory, store, updates
+from . import datasets, dynamic, recompute, results, store, updates
+from . import spark as spark_factory
 from .errors import DataError, ExecutionError, HarnessError, RunTimeout
 from .memory import MemorySampler
 from .metrics import SparkCounters
@@ -18,7 +20,6 @@ from .params import Param, resolve
 from .query import JoinSpec, Query, load_query, make_join_spec
 from .spark_floor import floor_seconds
 from .verify import ORACLE_CHOICES
-
 
 # Parameters the harness itself reads from a run's params; every other key is the implementation's.
 RUN_PARAMS = (
@@ -193,7 +194,7 @@ class Runner:
         req, record, metrics, source = run.req, run.record, run.record["metrics"], run.source
         if self._spark is None:  # session start-up is reported on its own, outside wall_s
             session_start = time.perf_counter()
-            self.spark
+            _ = self.spark  # starts the session
             metrics["session_start_s"] = round(time.perf_counter() - session_start, 4)
             run.started = time.perf_counter()
         spark = self.spark
@@ -240,7 +241,7 @@ class Runner:
         metrics["time_breakdown"] = time_breakdown(metrics, outcome.metrics.get("python_task_s"))
         for phase, breakdown in metrics["time_breakdown"].items() if req.spark_floor else ():
             shape = metrics["spark_stages_per_job"][phase]
-            floor_s, _ = self.timed(f"{run.run_id}:floor-{phase}", lambda: floor_seconds(self.spark, shape, req.workers), None)
+            floor_s, _ = self.timed(f"{run.run_id}:floor-{phase}", lambda: floor_seconds(self.spark, shape, req.workers), None)  # noqa: B023 (called at once)
             breakdown["spark_floor_s"] = round(floor_s, 4)
         clash = sorted(set(outcome.metrics) & set(metrics))
         if clash:
@@ -274,10 +275,8 @@ class Runner:
         if isinstance(metrics.get("memory"), MemorySampler):
             metrics["memory"] = metrics["memory"].report()
         if run.record["status"] in ("TIM", "EXE") and self._counters is not None:
-            try:
+            with contextlib.suppress(Exception):
                 metrics.update(self._counters.collect(run.phase_groups, settle_s=5))
-            except Exception:
-                pass
         metrics.setdefault("wall_s", round(time.perf_counter() - run.started, 4))
 
     def _run_batches(self, run: _Run, deadline: float | None, memory: MemorySampler) -> None:
@@ -304,7 +303,7 @@ class Runner:
             initial.update(count=record["count"], agrees=None if initial["oracle_count"] is None else initial["oracle_count"] == record["count"])
             count, entries, sizes = record["count"], [], stream.sizes()
             for batch in stream.batches:
-                seconds, outcome = self.timed(f"{run_id}:updates", lambda: impl.apply_updates(stream.batch(batch)), deadline)
+                seconds, outcome = self.timed(f"{run_id}:updates", lambda: impl.apply_updates(stream.batch(batch)), deadline)  # noqa: B023 (called at once)
                 count += outcome.delta
                 reference.apply(batch)
                 check = recount(f"batch-{batch}")

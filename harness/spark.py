@@ -125,7 +125,7 @@ def _start_python_workers(spark, workers: int, shared: Path | None) -> None:
         probe.touch()
     try:
         parallel = max(workers, spark.sparkContext.defaultParallelism)
-        blind = spark.range(0, parallel, 1, parallel).mapInArrow(_import_worker_modules(probe and str(probe)), "host string").collect()
+        blind = spark.range(0, parallel, 1, parallel).mapInArrow(_import_worker_modules(None if probe is None else str(probe)), "host string").collect()
     finally:
         if probe is not None:
             probe.unlink(missing_ok=True)

@@ -17,7 +17,9 @@ def _pass_on(iterator):
 
     for _ in iterator:
         pass
-    token = TaskContext.get().partitionId()
+    context = TaskContext.get()
+    assert context is not None  # code that runs in a task
+    token = context.partitionId()
     yield pa.RecordBatch.from_pydict({"token": pa.array([token], pa.int64()), "payload": pa.array([b"x"], pa.binary())})
 
 

@@ -12,6 +12,7 @@ named by HARNESS_STORE; everything else is on the local disk of the process that
   Spark removes with the executor."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -137,10 +138,8 @@ def read_bytes(stored: str) -> bytes:
 
 def drop_local(stored: str) -> None:
     """Forget this host's copy of a store file nobody will read again here (the store keeps its own)."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.remove(cached_path(stored))
-    except FileNotFoundError:
-        pass
 
 
 def prune_local(stored_dir: str, settled) -> None:

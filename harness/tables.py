@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 
+from rich.console import JustifyMethod
 from rich.table import Table
 
 
@@ -22,7 +23,7 @@ def _fmt_bytes(v) -> str:
 
 
 def _oracle_cell(r: dict) -> str:
-    if r.get("status") == "DAT" or not r.get("checks") and not r.get("oracle"):
+    if r.get("status") == "DAT" or (not r.get("checks") and not r.get("oracle")):
         return "-"
     parts = []
     for c in r.get("checks", []):
@@ -43,11 +44,13 @@ def _memory_cell(memory: dict) -> str:
 
 def results_table(records: list[dict], title: str) -> Table:
     table = Table(title=title, show_lines=False)
-    for col, justify in [("dataset", "left"), ("query", "left"), ("sem", "left"), ("impl", "left"), ("W", "right"),
-                         ("status", "left"), ("count", "right"), ("verified by", "left"), ("load s", "right"),
-                         ("index s", "right"), ("query s", "right"), ("shuffle rec", "right"), ("rounds", "right"),
-                         ("max/mean load", "right"), ("peak exec mem", "right"), ("RSS peak py / JVM / workers", "right"),
-                         ("spill", "right")]:
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("dataset", "left"), ("query", "left"), ("sem", "left"), ("impl", "left"), ("W", "right"),
+        ("status", "left"), ("count", "right"), ("verified by", "left"), ("load s", "right"),
+        ("index s", "right"), ("query s", "right"), ("shuffle rec", "right"), ("rounds", "right"),
+        ("max/mean load", "right"), ("peak exec mem", "right"), ("RSS peak py / JVM / workers", "right"),
+        ("spill", "right")]
+    for col, justify in columns:
         table.add_column(col, justify=justify)
     for r in records:
         m = r.get("metrics", {})
@@ -138,7 +141,7 @@ def summary_lines(records: list[dict]) -> list[str]:
     for group in groups.values():
         if len(group) > 1:
             r = group[0]
-            parts = [f"{g['implementation']} {fmt_int(communication(g)[0])} {communication(g)[1]} in {total(g):.2f} s" for g in group]
+            parts = [f"{g['implementation']} {fmt_int(c[0])} {c[1]} in {total(g):.2f} s" for g in group if (c := communication(g))]
             lines.append(f"communication on {r['query'].get('name')} {r['dataset'].get('name')} W={r['params'].get('workers')}: " + "; ".join(parts))
     return lines
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from . import edgelist, specs
@@ -79,10 +80,12 @@ def make_stream(edges: DataFrame, spec: StreamSpec) -> tuple[DataFrame, DataFram
 
 def _batch_of(rank: str, counts: list[int]):
     """The batch of the rank-th insert (or delete) when batch i takes counts[i] of them."""
-    out, end = None, 0
+    out: Column | None = None
+    end = 0
     for i, n in enumerate(counts):
         end += n
         out = (F.when(F.col(rank) < end, i) if out is None else out.when(F.col(rank) < end, i))
+    assert out is not None  # counts is never empty
     return out.otherwise(len(counts)).cast("int").alias("batch")
 
 
@@ -122,10 +125,10 @@ class UpdateStream:
     batches: list[int]  # batch ids in order
     initial_path: Path | None = None
     updates_path: Path | None = None
-    local: object = None  # pyarrow Table of `updates`, ordered by (batch, seq)
+    local: Any = None  # pyarrow Table of `updates`, ordered by (batch, seq)
 
     @classmethod
-    def of(cls, source: str, initial: DataFrame, updates: DataFrame, **paths) -> "UpdateStream":
+    def of(cls, source: str, initial: DataFrame, updates: DataFrame, **paths) -> UpdateStream:
         local = updates.select("src", "dst", "diff", "batch", "seq").orderBy("batch", "seq").toArrow()
         batches = sorted(set(local.column("batch").to_pylist()))
         return cls(source, initial, updates, batches, local=local, **paths)

@@ -4,7 +4,7 @@ count: a skipped, failed or timed-out oracle never does, and the reason is kept.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from .errors import DataError
 from .oracles import ORACLES, Pattern, choose, run_oracle
@@ -70,7 +70,7 @@ def verify(published: dict, parquet_glob: str, edges: int, spec: JoinSpec, count
             answer = run_oracle(name, parquet_glob, pattern, timeout_s, match_limit)
             if answers is not None and answer["status"] == "ok":
                 answers[key] = answer
-        check = dict(answers[key] if reused else answer, reused=reused)
+        check = dict(answers[key] if answers is not None and reused else answer, reused=reused)
         expected = check.pop("matches")
         check["agrees"] = (check["count"] == count) if check["status"] == "ok" else None
         if check["agrees"] is not None and expected is not None and count <= match_limit:

@@ -9,10 +9,10 @@ from pathlib import Path
 import yaml
 
 from . import specs, updates
+from .dynamic import DYNAMIC_ORACLES
 from .errors import DataError
 from .query import SEMANTICS, query_from_mapping
 from .runner import RunRequest
-from .dynamic import DYNAMIC_ORACLES
 from .verify import ORACLE_CHOICES
 
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"

@@ -12,6 +12,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -165,7 +166,7 @@ def _gather(root: str):
 
 class Partition:
     """One worker's three indices, memory-mapped once per Python worker process."""
-    _loaded: dict[tuple[str, int], "Partition"] = {}
+    _loaded: ClassVar[dict[tuple[str, int], Partition]] = {}
 
     def __init__(self, root: str, p: int):
         d = os.path.join(root, f"p{p}")
@@ -176,7 +177,7 @@ class Partition:
         self.loops = m(os.path.join(root, "loops.npy"))
 
     @classmethod
-    def load(cls, root: str, p: int) -> "Partition":
+    def load(cls, root: str, p: int) -> Partition:
         if (root, p) not in cls._loaded:
             cls._loaded[(root, p)] = cls(root, p)
         return cls._loaded[(root, p)]

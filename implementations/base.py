@@ -5,12 +5,16 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
 from harness.datasets import Graph
 from harness.params import Param, resolve
 from harness.query import JoinSpec
+
+if TYPE_CHECKING:
+    from harness.updates import UpdateStream
 
 
 @dataclass
@@ -23,7 +27,7 @@ class RunContext:
     # Indices built for this graph by earlier runs (shared arrangements); implementations may reuse them.
     arrangements: dict = field(default_factory=dict)
     # Dynamic runs: the initial graph and its update batches (harness.updates.UpdateStream).
-    stream: object | None = None
+    stream: UpdateStream | None = None
     # Set by the harness at a run's deadline. Spark jobs are cancelled through their job group; work
     # on the driver (local-gj's kernel) checks this between slices and raises RunCancelled.
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -84,7 +88,7 @@ class Implementation(ABC):
         """The typed value of declared parameter `name`: as given, else its default."""
         return self._params[name]
 
-    def prepare(self) -> None:
+    def prepare(self) -> None:  # noqa: B027 (an optional hook: the default builds nothing)
         """Build indices or arrangements. Timed as index_s. Default: nothing to build."""
 
     @abstractmethod

@@ -42,7 +42,7 @@ class Batches:
 
     def __init__(self, levels: int, workers: int, budget: int):
         self.budget = budget
-        self.queues = {j: [[] for _ in range(workers)] for j in range(1, levels)}
+        self.queues: dict[int, list[list[Chunk]]] = {j: [[] for _ in range(workers)] for j in range(1, levels)}
         self.consumed = {j: [0] * workers for j in range(1, levels)}
 
     def remaining(self, level: int) -> list[int]:
@@ -76,6 +76,7 @@ class BiGJoin(Implementation):
     job_class = ExtensionJob
     batches_class = Batches
     params = (Param("batch", int, DEFAULT_BATCH, "B': proposals per worker per batch (prefixes in flight)"),)
+    _sample: np.ndarray | None  # the matches a count kept; None once the graph has changed
 
     def prepare(self) -> None:
         ctx = self.ctx
@@ -116,7 +117,7 @@ class BiGJoin(Implementation):
         rows = self.index.ids[found[:limit]] if len(found) else np.zeros((0, len(where)), np.int64)
         return [tuple(int(v) for v in row[where]) for row in rows]
 
-    def _run(self, match_limit: int) -> tuple[int, "Counters", np.ndarray]:
+    def _run(self, match_limit: int) -> tuple[int, Counters, np.ndarray]:
         if self.plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
             index = self.index
             ranks = index.loop_vertices if self.plan.loop[0] else np.arange(index.vertices)
@@ -124,7 +125,7 @@ class BiGJoin(Implementation):
         count, counters, found = self.extend([Extension(self.plan)], match_limit)
         return count, counters, found[0]
 
-    def extend(self, extensions: list["Extension"], match_limit: int) -> tuple[int, "Counters", list[np.ndarray]]:
+    def extend(self, extensions: list[Extension], match_limit: int) -> tuple[int, Counters, list[np.ndarray]]:
         """Run Generic Join extensions to completion, batch by batch: one Spark job per batch, in which
         every extension with work at the chosen level takes part. Returns the signed sum of their
         counts, the counters and each extension's sample of matches."""
@@ -135,7 +136,7 @@ class BiGJoin(Implementation):
         counters = Counters(m)
         found: list[list[np.ndarray]] = [[] for _ in extensions]
         signed, job_id, first = 0, 0, True
-        level = extensions[0].first_level
+        level: int | None = extensions[0].first_level
         try:
             while level is not None:
                 jobs = [self.job_class(str(self.index.root), ctx.workers, tokens, ext.plan, level, self.budget,
@@ -216,6 +217,7 @@ class Counters:
         for name in self.totals:
             self.totals[name] += result.total(name)
         loads = sum(result.per_worker(name) for name in RECEIVED)  # (stage, worker)
+        assert isinstance(loads, np.ndarray)  # RECEIVED is not empty
         received = loads.sum(axis=1)
         offsets = job.offsets if isinstance(job, GroupJob) else [0]
         for sub, offset in zip(subs, offsets):  # a pipelined sub's exchanges start at its offset
@@ -238,7 +240,7 @@ class Counters:
         """Per-round max/mean of the tuples each worker received, and the worst round that had
         enough work to share."""
         skews = [round(max(r) * len(r) / sum(r), 4) if sum(r) else None for r in self.round_loads]
-        busy = [s for s, r in zip(skews, self.round_loads) if sum(r) >= ENOUGH_WORK * len(r)]
+        busy = [s for s, r in zip(skews, self.round_loads) if s is not None and sum(r) >= ENOUGH_WORK * len(r)]
         return {"round_load_skew": skews, "enough_work_per_worker": ENOUGH_WORK,
                 "rounds_with_enough_work": len(busy), "max_round_load_skew": max(busy, default=None)}
 

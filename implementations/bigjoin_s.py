@@ -20,6 +20,7 @@ import io
 import os
 import shutil
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from .balanced_index import (
 )
 from .bigjoin import Batches, BiGJoin
 from .constants import BOTH, FORWARD, REVERSE
+from .distributed_index import PartitionedIndex
 from .exchange import BlobKind
 from .keys import edge_code, partition_of
 from .prefix_extension import (
@@ -124,6 +126,7 @@ class BalancedJob(ExtensionJob):
 
 class _BalancedStage(StageBase):
     """One worker in one stage of a BiGJoin-S batch: requester, owner, or receiver of Balance's ranges."""
+    job: BalancedJob
 
     def __init__(self, job: BalancedJob, stage: int, p: int):
         super().__init__(job, stage, p)
@@ -155,7 +158,7 @@ class _BalancedStage(StageBase):
 
     def _answer(self, data) -> None:
         """Owner role: answer every lookup this worker received, back to its requester."""
-        for kind, (op, requester, offset), arrays in data:
+        for _kind, (op, requester, offset), arrays in data:
             codes = np.cumsum(arrays[0])  # sent as deltas of the sorted keys
             self.add("received_lookups", len(codes))
             if op == RESOLVE:
@@ -408,6 +411,7 @@ class BiGJoinS(BiGJoin):
         key = ("balanced-index", self.ctx.workers)
         reused = key in self.ctx.arrangements
         if not reused:
-            self.ctx.arrangements[key] = balanced_index.build(self.ctx.spark, self.index)
+            # self.index is still the key-partitioned index super().prepare() set
+            self.ctx.arrangements[key] = balanced_index.build(self.ctx.spark, cast(PartitionedIndex, self.index))
         self.index_reused = self.index_reused and reused
         self.index: BalancedIndex = self.ctx.arrangements[key]

@@ -49,6 +49,7 @@ class BinaryJoin(Implementation):
             filters = [(cond, attrs) for cond, attrs in filters if not attrs <= bound]
             if ready:
                 result = result.filter(reduce(lambda a, b: a & b, ready))
+        assert result is not None  # a query has at least one edge
         return result.select(*spec.query.attributes)
 
     def count(self) -> Outcome:

@@ -75,6 +75,7 @@ class DeltaJob(ExtensionJob):
     def start(self, p: int, final: bool, number: int = 0):
         if not self.seeded:
             return super().start(p, final, number)
+        assert self.seeds is not None  # seeded
         stage = Stage(self, number, p)
         key, value, diff, kind = np.load(store.local_copy(os.path.join(self.seeds, f"p{p}.npy")))
         # Undirected, the relation is symmetric and each change binds the atom both ways round (as its
@@ -101,7 +102,7 @@ class DeltaJob(ExtensionJob):
         # A stage re-executed after a lost executor leaves a second file (named by its attempt) with the
         # same content: read one per stage.
         pattern = os.path.join(self.run_dir, f"L{self.level}", f"p{p}", f"j{self.job_id:06d}-g{self.feed}-s*-a*.bin")
-        per_stage = {}
+        per_stage: dict[str, str] = {}
         for path in sorted(glob.glob(pattern)):
             per_stage.setdefault(os.path.basename(path).rsplit("-a", 1)[0], path)
         items = _concat([read_queue(path) for path in per_stage.values()], Prefixes.empty(self.level))
@@ -139,6 +140,7 @@ class DeltaBiGJoin(BiGJoin):
             batches = self.param("self_check_batches")
             empty = ctx.edges.limit(0)
             stream = updates.UpdateStream.of("insert-all", empty, updates.insert_all(ctx.edges, batches))
+        assert stream is not None  # the run's stream, or the self-check's
         self.stream = stream
         undirected = ctx.spec.semantics == "undirected"
         relation = stream.initial
@@ -184,7 +186,9 @@ class DeltaBiGJoin(BiGJoin):
         run_dir = str(index.root / f"run-{uuid.uuid4().hex[:8]}")
         tokens = exchange.routing_tokens(ctx.spark, ctx.workers)
         limit = self.change_limit + 1 if self.change_limit else 0
-        jobs, offsets, sign_of = [], [], {}
+        jobs: list[ExtensionJob] = []
+        offsets: list[int] = []
+        sign_of: dict[int, int] = {}
         for e, (atom, sign) in enumerate(queries):
             offset = 0
             for level in range(1, m):
@@ -198,14 +202,14 @@ class DeltaBiGJoin(BiGJoin):
                 offsets.append(offset)
                 sign_of[group] = sign
                 offset += job.exchanges
-        job = GroupJob(jobs, update.prelude, offsets)
+        grouped = GroupJob(jobs, update.prelude, offsets)
         try:
-            result = run_job(ctx.spark, job)
+            result = run_job(ctx.spark, grouped)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in update.finish(result.reports).sum(axis=0))))
         counters = Counters(m)
-        counters.add(job, result, 0)
+        counters.add(grouped, result, 0)
         delta = sum(sign * result.of_group(g).total("counted") for g, sign in sign_of.items())
         report = counters.report(index, self.budget, False)
         changes, truncated = None, False

@@ -36,7 +36,7 @@ class BlobKind(IntEnum):
 
 SCHEMA = StructType([StructField("token", LongType()), StructField("payload", BinaryType())])  # parsed once
 MAGIC = 0x5047_4A42  # "BJGP"
-_DTYPES = {1: np.dtype(np.int32), 2: np.dtype(np.int64), 3: np.dtype(np.int8)}
+_DTYPES: dict[int, np.dtype] = {1: np.dtype(np.int32), 2: np.dtype(np.int64), 3: np.dtype(np.int8)}
 _CODES = {v: k for k, v in _DTYPES.items()}
 MAX_BLOB_BYTES = 64 << 20
 
@@ -137,7 +137,9 @@ def _content_key(buf) -> tuple[int, int, int]:
 def current_partition() -> int:
     from pyspark import TaskContext
 
-    return TaskContext.get().partitionId()
+    context = TaskContext.get()
+    assert context is not None  # code that runs in a task
+    return context.partitionId()
 
 
 def current_attempt() -> int:

@@ -222,10 +222,10 @@ def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last,
         span = list_ranges(ix, rel_kind[level, r], k, lo, hi)
         lists, changes = ix.lists, ix.changes
         start = w
-        w, t = _emit(lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, first[i], last[i], 0, out, w,
-                     prefix, i, level, differ, loop[level], loops, filtered)
-        w, t = _emit(lists.forward, changes.forward, changes.forward_sign, span.forward, first[i], last[i],
-                     span.reverse.size, out, w, prefix, i, level, differ, loop[level], loops, filtered)
+        w, _t = _emit(lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, first[i], last[i], 0, out, w,
+                      prefix, i, level, differ, loop[level], loops, filtered)
+        w, _t = _emit(lists.forward, changes.forward, changes.forward_sign, span.forward, first[i], last[i],
+                      span.reverse.size, out, w, prefix, i, level, differ, loop[level], loops, filtered)
         lengths[i] = w - start
     return lengths, out[:w]
 

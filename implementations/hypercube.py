@@ -59,7 +59,9 @@ def share_vectors(m: int, workers: int):
 
 
 def allocate(attributes: tuple[str, ...], relations: list[Relation], workers: int) -> Allocation:
-    best_key, best, examined = None, None, 0
+    best_key: tuple | None = None
+    best: tuple[dict[str, int], int, int] | None = None
+    examined = 0
     for vector in share_vectors(len(attributes), workers):
         examined += 1
         shares = dict(zip(attributes, vector))
@@ -67,6 +69,7 @@ def allocate(attributes: tuple[str, ...], relations: list[Relation], workers: in
         key = (Fraction(cost, cells), cost, tuple(-s for s in vector))
         if best_key is None or key < best_key:
             best_key, best = key, (shares, cells, cost)
+    assert best is not None  # share_vectors yields (1, ..., 1) at least
     shares, cells, cost = best
     return Allocation(shares, cells, cost, examined)
 
@@ -80,4 +83,5 @@ def edge_cover_and_packing(attributes: tuple[str, ...], relations: list[Relation
     ones = np.ones(len(relations))
     cover = linprog(ones, A_ub=-incidence, b_ub=-np.ones(len(attributes)), bounds=(0, None), method="highs")
     packing = linprog(-ones, A_ub=incidence, b_ub=np.ones(len(attributes)), bounds=(0, None), method="highs")
+    assert cover.fun is not None and packing.fun is not None  # both programs are feasible and bounded
     return round(float(cover.fun), 6), round(float(-packing.fun), 6)

@@ -229,7 +229,7 @@ class LocalGenericJoin(Implementation):
         s, d = rank[s], rank[d]
         if undirected:  # FORWARD lower rank -> higher, REVERSE back, BOTH every neighbour
             s, d = np.minimum(s, d), np.maximum(s, d)
-        keys = {0: (s, d), 1: (d, s), 2: (np.concatenate([s, d]), np.concatenate([d, s])) if undirected else (s, d)}
+        keys: dict[int, tuple[np.ndarray, np.ndarray]] = {0: (s, d), 1: (d, s), 2: (np.concatenate([s, d]), np.concatenate([d, s])) if undirected else (s, d)}
         # Only the lists the plan reads (a triangle reads FORWARD alone), each built by counting sorts.
         indices = [build_csr(*keys[k], n) if k in used else (np.zeros(n + 1, np.int64), np.zeros(0, np.int64))
                    for k in range(3)]

@@ -7,8 +7,9 @@ attributes bound so far holds, each checked by a set lookup. Per-record Python, 
 pattern's size: it refuses graphs of more than MAX_EDGES edges."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import islice
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from harness.errors import DataError
 

@@ -29,7 +29,7 @@ class ExtensionPlan:
     rel_atom: np.ndarray  # (m, R)
 
     @classmethod
-    def from_spec(cls, spec: JoinSpec, seed_atom: int | None = None) -> "ExtensionPlan":
+    def from_spec(cls, spec: JoinSpec, seed_atom: int | None = None) -> ExtensionPlan:
         """With `seed_atom` i, the plan of delta query dQ_i: atom i is left out (its changes seed the
         first two positions) and the atoms after it read the old version of the relation."""
         order = spec.attribute_order

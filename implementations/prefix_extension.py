@@ -15,8 +15,10 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -130,7 +132,8 @@ class ExtensionJob:
     def stage(self, number: int, p: int, blobs, final: bool):
         """Stage `number` at worker p on the (kind, meta, arrays) blobs it received."""
         stage = Stage(self, number, p)
-        cands, prefixes = [], []
+        cands: list[Any] = []  # Candidates
+        prefixes: list[Any] = []  # Prefixes
         with stage.clock("pack_us"):
             for kind, meta, arrays in blobs:
                 if not stage.side_input(kind, meta, arrays):
@@ -148,8 +151,8 @@ class GroupJob:
     Spark job (pipelined). With a `prelude`, the start tasks first run it (on their input and worker);
     the blobs it returns travel to the driver (JobResult.reports)."""
     jobs: list[ExtensionJob]
-    prelude: object = None  # (input iterator, worker) -> blobs, e.g. applying an update batch
-    offsets: list[int] | None = None
+    prelude: Callable[[Iterator, int], list[bytes]] | None = None  # (input iterator, worker) -> blobs, e.g. applying an update batch
+    offsets: list[int] = field(default_factory=list)
 
     def __post_init__(self):
         self.offsets = self.offsets or [0] * len(self.jobs)
@@ -215,6 +218,12 @@ class _Items:
     """Columns of in-flight items: an (n, j) int32 prefix matrix then per-item int32 columns, packed
     into blobs of kind KIND."""
     KIND = 0
+    # Declared for the type checker; the subclasses are dataclasses whose first field is prefix.
+    prefix: np.ndarray
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    if TYPE_CHECKING:
+        def __init__(self, *columns: np.ndarray) -> None: ...
 
     @classmethod
     def empty(cls, width: int):
@@ -238,7 +247,7 @@ class Candidates(_Items):
     lengths: np.ndarray
     values: np.ndarray
 
-    def take(self, order: np.ndarray) -> "Candidates":
+    def take(self, order: np.ndarray) -> Candidates:
         return Candidates(self.prefix[order], self.mask[order], self.lengths[order],
                           gather_lists(self.lengths, self.values, order.astype(np.int64)))
 
@@ -256,7 +265,7 @@ class Prefixes(_Items):
         return self.min_count
 
     @classmethod
-    def fresh(cls, prefix: np.ndarray, relations: int) -> "Prefixes":
+    def fresh(cls, prefix: np.ndarray, relations: int) -> Prefixes:
         n = len(prefix)
         return cls(np.ascontiguousarray(prefix, dtype=np.int32), np.full(n, (1 << relations) - 1, dtype=np.int32),
                    np.full(n, -1, dtype=np.int32), np.full(n, INT32_MAX, dtype=np.int32))
@@ -275,6 +284,7 @@ def _concat(parts: list, empty):
 
 
 ITEM_KINDS: dict[int, type] = {BlobKind.CANDIDATES: Candidates, BlobKind.PREFIXES: Prefixes}
+_ItemsT = TypeVar("_ItemsT", bound=_Items)
 
 
 def pack_items(items: _Items, dest: int, group: int = 0) -> bytes:
@@ -304,7 +314,7 @@ def _job_of(relative: str) -> int:
     return int(found.group(1)) if found else -1
 
 
-def take_window(job: ExtensionJob, p: int, empty: _Items) -> tuple[_Items, np.ndarray, np.ndarray]:
+def take_window(job: ExtensionJob, p: int, empty: _ItemsT) -> tuple[_ItemsT, np.ndarray, np.ndarray]:
     """The queued items overlapping this batch's work window [consumed, consumed + budget),
     with the positions [first, last) of their proposal work that fall inside it."""
     lo, hi = job.consumed[p], job.consumed[p] + job.budget
@@ -478,7 +488,7 @@ def _flatten(items: Candidates, width: int, limit: int) -> np.ndarray:
     """The first `limit` extended prefixes (prefix + candidate) as rows."""
     if limit < len(items.values):
         cut = np.searchsorted(np.cumsum(items.lengths), limit, side="left") + 1
-        items = items.take(np.arange(min(cut, len(items.lengths))))
+        items = items.take(np.arange(min(int(cut), len(items.lengths))))
     rows = np.repeat(items.prefix, items.lengths, axis=0)
     rows = np.column_stack([rows, items.values]) if width else items.values.reshape(-1, 1)
     return rows[:limit].astype(np.int32)
@@ -506,7 +516,7 @@ class JobResult:
     def chunks(self, group: int = 0) -> dict[int, list[Chunk]]:
         return self.new_chunks.get(group, {})
 
-    def of_group(self, group: int) -> "JobResult":
+    def of_group(self, group: int) -> JobResult:
         rows = self.stats[self.stats[:, F["group"]] == group]
         return JobResult(rows, {group: self.chunks(group)}, {group: self.matches[group]} if group in self.matches else {})
 
@@ -525,23 +535,25 @@ class JobResult:
         return self.per_worker(name).sum(axis=1)
 
 
-def run_job(spark, job: ExtensionJob) -> JobResult:
+def run_job(spark, job: ExtensionJob | GroupJob) -> JobResult:
     """Run one batch as one Spark job: a start stage then `job.exchanges` shuffled stages."""
     hops = job.exchanges
     df = spark.range(0, job.workers, 1, job.workers).mapInArrow(job.start_task(hops == 0), exchange.SCHEMA)
     for number in range(1, hops + 1):
         df = df.repartition(job.workers, "token").mapInArrow(job.stage_task(number, number == hops), exchange.SCHEMA)
-    stats, matches, reports = [], {}, []
+    blocks: list[np.ndarray] = []
+    matches: dict[int, list[np.ndarray]] = {}
+    reports: list[tuple[int, int, np.ndarray]] = []
     for row in df.collect():
         kind, dest, meta, arrays = exchange.unpack(bytes(row.payload))
         if kind == BlobKind.STATS:
-            stats.append(arrays[0].reshape(meta[:2]))
+            blocks.append(arrays[0].reshape(meta[:2]))
         elif kind == BlobKind.MATCHES:
             matches.setdefault(meta[2], []).append(arrays[0].reshape(meta[:2]))
         else:
             reports.append((kind, dest, arrays[0].copy()))
     job.cleanup()
-    stats = np.concatenate(stats) if stats else np.zeros((0, len(FIELDS)), np.int64)
+    stats = np.concatenate(blocks) if blocks else np.zeros((0, len(FIELDS)), np.int64)
     result = JobResult(stats, matches={g: np.concatenate(m) for g, m in matches.items()}, reports=reports)
     for rec in stats:
         if rec[F["queued_rows"]]:

@@ -47,12 +47,12 @@ class Shares(Implementation):
         self.edges, self.ids, edge_rows, loop_rows = self.ctx.arrangements[_ARRANGEMENT]
         order = spec.attribute_order
         size = {FORWARD: edge_rows, REVERSE: edge_rows, BOTH: 2 * edge_rows}
-        self.relations = [hypercube.Relation(f"{order[e]}-{order[l]}", (order[e], order[l]), size[kind])
-                          for e, l, kind in self.plan.atoms]
+        self.relations = [hypercube.Relation(f"{order[early]}-{order[late]}", (order[early], order[late]), size[kind])
+                          for early, late, kind in self.plan.atoms]
         self.loop_positions = [j for j in range(self.plan.m) if self.plan.loop[j]]
         self.relations += [hypercube.Relation(f"{order[j]}-{order[j]}", (order[j],), loop_rows) for j in self.loop_positions]
         self.allocation = hypercube.allocate(order, self.relations, self.ctx.workers)
-        self._sample = None
+        self._sample: tuple[int, list[tuple]] | None = None
         self._python_us = np.zeros(3, np.int64)
 
     def _rank_edges(self) -> tuple[DataFrame, np.ndarray | None, int, int]:
@@ -89,9 +89,12 @@ class Shares(Implementation):
         for j, share in enumerate(shares):
             if j in values:
                 coord = self.coordinate(j, values[j])
-            else:
-                coord = F.pmod(F.floor(free / free_stride), F.lit(share)) if share > 1 else F.lit(0)
+            elif share > 1:
+                assert free is not None  # a position left open with a share > 1 takes its coordinate from free
+                coord = F.pmod(F.floor(free / free_stride), F.lit(share))
                 free_stride *= share
+            else:
+                coord = F.lit(0)
             cell = cell + coord * stride
             stride *= share
         return cell
@@ -116,11 +119,11 @@ class Shares(Implementation):
         cells = self.allocation.cells
         tokens = exchange.routing_tokens(self.ctx.spark, cells)
         edges, parts = self.edges, []
-        for i, (e, l, kind) in enumerate(self.plan.atoms):
+        for i, (early, late, kind) in enumerate(self.plan.atoms):
             if kind in (FORWARD, BOTH):
-                parts.append(self._shipped(edges, i, (e, "src"), (l, "dst"), tokens))
+                parts.append(self._shipped(edges, i, (early, "src"), (late, "dst"), tokens))
             if kind in (REVERSE, BOTH):
-                parts.append(self._shipped(edges, i, (e, "dst"), (l, "src"), tokens))
+                parts.append(self._shipped(edges, i, (early, "dst"), (late, "src"), tokens))
         loops = edges.filter(F.col("src") == F.col("dst"))
         for i, j in enumerate(self.loop_positions, start=len(self.plan.atoms)):
             parts.append(self._shipped(loops, i, (j, "src"), (j, "src"), tokens))
@@ -184,7 +187,7 @@ class Shares(Implementation):
 
     def matches(self, limit: int) -> list[tuple]:
         total, cells = self._sample if self._sample else (None, None)
-        if cells is None or total > sum(len(c[6]) for c in cells):
+        if cells is None or total is None or total > sum(len(c[6]) for c in cells):
             cells = self._run(limit)
         found = np.concatenate([c[6] for c in cells]) if cells else np.zeros((0, self.plan.m), np.int64)
         rows = (self.ids[found] if self.ids is not None else found)[:limit]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,7 +91,7 @@ class VersionedIndex:
     undirected: bool
     vertices: int
     ids: np.ndarray  # rank -> original vertex id
-    ranking: tuple[np.ndarray, np.ndarray] = None  # (sorted vertex ids, rank of each), on the driver
+    ranking: tuple[np.ndarray, np.ndarray]  # (sorted vertex ids, rank of each), on the driver
     base: int = 0  # batch of the last compaction
     version: int = 0  # batches applied
     compactions: int = 0
@@ -193,7 +194,7 @@ class BatchUpdate:
     version: int
     old_base: int
     compact: bool
-    prelude: object
+    prelude: Callable[[Iterator, int], list[bytes]]
 
     def finish(self, reports: list[tuple[int, int, np.ndarray]]) -> np.ndarray:
         """Per-worker UPDATE_FIELDS counters, from the (kind, worker, counters) reports."""
@@ -282,8 +283,9 @@ def _apply_batch(root: str, workers: int, undirected: bool, k: int, b: int, comp
 def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, compact: bool, p: int, blob: bytes | None):
     """(keys, values, kinds, diffs, counters): the net changes of the relation entries keyed at p, and
     the UPDATE_FIELDS counters of the pairs homed at p."""
-    s, d, diff, seq = (exchange.unpack(blob)[3] if blob is not None else
-                       [np.zeros(0, dt) for dt in (np.int32, np.int32, np.int8, np.int64)])
+    arrays: list[np.ndarray] = (exchange.unpack(blob)[3] if blob is not None else
+                                [np.zeros(0, dt) for dt in (np.int32, np.int32, np.int8, np.int64)])
+    s, d, diff, seq = arrays
     codes = edge_code(s, d)
     order = np.lexsort((seq, codes))
     codes, insert = codes[order], diff[order] > 0

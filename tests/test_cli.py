@@ -15,7 +15,7 @@ def harness(*args, cwd=REPO, timeout=600):
 
 
 def error_lines(proc) -> list[str]:
-    return [l for l in proc.stderr.splitlines() if l.startswith("error")]
+    return [line for line in proc.stderr.splitlines() if line.startswith("error")]
 
 
 def test_run_malformed_edge_line_exits_2_and_writes_a_complete_DAT_result(tmp_path):

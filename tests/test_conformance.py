@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import implementations
 from harness import datasets
 from harness.oracles import Pattern, nx_search, sql
-from harness.query import BUILTINS, parse_pattern_string, make_join_spec
+from harness.query import BUILTINS, make_join_spec, parse_pattern_string
 from harness.verify import compare_matches
 from implementations import RunContext
 from tests.strategies import connected_patterns, messy_graphs

@@ -5,12 +5,10 @@ import http.server
 import io
 import tarfile
 import threading
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import functions as F
 
 from harness import datasets, fetch, generators, updates
 from harness.datasets import Source, degree_stats_from_histogram
@@ -85,7 +83,7 @@ def test_parquet_input(spark, tmp_path):
     assert sorted(tuple(r) for r in graph.df.collect()) == [(-(2**63), 2**63 - 1), (-2, 3)]
     bad = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"src": pa.array([1, None]), "dst": pa.array([2, 3])}), bad)
-    with pytest.raises(DataError, match="bad.parquet: columns src, dst: null vertex id"):
+    with pytest.raises(DataError, match=r"bad.parquet: columns src, dst: null vertex id"):
         datasets.load(spark, datasets.resolve(str(bad)), "undirected")
 
 
@@ -179,14 +177,13 @@ def test_fetch_resumes_checks_sha256_and_renames(tmp_path, monkeypatch):
         assert part.exists() and 0 < part.stat().st_size < len(PAYLOAD)
         path = fetch.fetch(source, timeout_s=5)  # resumes with a Range request
     assert path.read_bytes() == PAYLOAD and not part.exists()
-    assert '"sha256": "%s"' % digest in (path.parent / "FETCHED.json").read_text()
+    assert f'"sha256": "{digest}"' in (path.parent / "FETCHED.json").read_text()
 
 
 def test_fetch_rejects_a_wrong_checksum(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path / "data"))
-    with _Server(PAYLOAD) as server:
-        with pytest.raises(DataError, match="sha256 .* expected 0000"):
-            fetch.fetch(_source(server.url, sha256="0" * 64), timeout_s=5)
+    with _Server(PAYLOAD) as server, pytest.raises(DataError, match=r"sha256 .* expected 0000"):
+        fetch.fetch(_source(server.url, sha256="0" * 64), timeout_s=5)
     assert not (tmp_path / "data" / "toy" / "graph.txt.gz").exists()
 
 

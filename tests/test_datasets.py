@@ -107,7 +107,7 @@ def test_empty_graph(spark, tmp_path):
 def test_unknown_dataset_and_missing_file():
     with pytest.raises(DataError, match="unknown dataset 'no-such-graph'"):
         datasets.resolve("no-such-graph")
-    with pytest.raises(DataError, match="edge file /nonexistent/x.txt: not found"):
+    with pytest.raises(DataError, match=r"edge file /nonexistent/x.txt: not found"):
         datasets.resolve("/nonexistent/x.txt")
     with pytest.raises(DataError, match="unknown parameter 'scal'"):
         datasets.resolve("rmat:scal=3")

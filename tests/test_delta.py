@@ -279,5 +279,5 @@ def test_a_pipelined_feed_reads_one_file_per_stage(tmp_path):
     for stage, attempt, items in ((1, 7, first), (1, 9, first), (2, 8, second)):  # stage 1 ran twice
         write_bytes(job.chunk_path(2, 0, stage, attempt), pack_items(items, 0))
     write_bytes(job.chunk_path(2, 0, 1, 5, group=1), pack_items(second, 0))  # another group's: not fed
-    items, lo, hi = job.window(0)
+    items, _lo, _hi = job.window(0)
     assert sorted(map(tuple, items.prefix.tolist())) == [(1, 2), (1, 3), (4, 5)]

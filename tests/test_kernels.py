@@ -9,8 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from implementations.csr import (build_csr, dense_vertices, gallop, intersect, intersect_gallop, intersect_merge, locate_sorted,
-                                 lower_bound, vertex_ranks)
+from implementations.csr import (
+    build_csr,
+    dense_vertices,
+    gallop,
+    intersect,
+    intersect_gallop,
+    intersect_merge,
+    locate_sorted,
+    lower_bound,
+    vertex_ranks,
+)
 
 STRATEGIES = {"merge": intersect_merge, "gallop": intersect_gallop, "adaptive": intersect}
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -53,7 +62,7 @@ def test_sub_ranges(name, data):
     b_lo = data.draw(st.integers(0, len(b)))
     b_hi = data.draw(st.integers(b_lo, len(b)))
     expected = np.intersect1d(a[a_lo:a_hi], b[b_lo:b_hi])
-    k, found = run(STRATEGIES[name], a, b, (a_lo, a_hi), (b_lo, b_hi))
+    _k, found = run(STRATEGIES[name], a, b, (a_lo, a_hi), (b_lo, b_hi))
     assert np.array_equal(found, expected)
 
 

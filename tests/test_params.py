@@ -6,7 +6,7 @@ import implementations
 from harness import cli
 from harness.errors import DataError
 from harness.params import Param, resolve
-from harness.runner import RUN_PARAMS, RunRequest, Runner, split_params
+from harness.runner import RUN_PARAMS, Runner, RunRequest, split_params
 
 BATCH = Param("batch", int, 7, "proposals")
 RATIO = Param("ratio", float, 0.5, "a share")

@@ -8,7 +8,13 @@ from hypothesis import given, settings
 
 from harness.errors import DataError
 from harness.query import (
-    BUILTINS, Query, automorphisms, load_query, make_join_spec, parse_pattern_string, symmetry_breaking,
+    BUILTINS,
+    Query,
+    automorphisms,
+    load_query,
+    make_join_spec,
+    parse_pattern_string,
+    symmetry_breaking,
 )
 from tests.strategies import connected_patterns
 

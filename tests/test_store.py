@@ -42,11 +42,11 @@ def test_a_miss_is_filled_from_the_store(places, monkeypatch, tmp_path):
 def test_a_queue_chunk_is_read_locally_where_written_and_from_the_store_elsewhere(places, monkeypatch, tmp_path):
     """Batch queues and stage state: read once, so a miss reads the checkpoint without keeping a copy,
     and the reader drops its copy when the data is used up."""
-    shared, local = places
+    shared, _local = places
     stored = str(shared / "scratch" / "run-x" / "L2" / "p0" / "j000001-g0-s3-a0.bin")
     store.write_bytes(stored, b"queued prefixes")
     kept = store.cached_path(stored)
-    assert open(kept, "rb").read() == open(stored, "rb").read() == b"queued prefixes"
+    assert Path(kept).read_bytes() == Path(stored).read_bytes() == b"queued prefixes"
     Path(stored).rename(f"{stored}.away")
     assert store.read_bytes(stored) == b"queued prefixes"  # this executor's copy
     Path(f"{stored}.away").rename(stored)
@@ -88,7 +88,7 @@ def test_store_settings(monkeypatch, tmp_path):
     monkeypatch.delenv("HARNESS_CACHE", raising=False)
     assert store.root() == store.REPO / ".cache"  # local mode's default
     store.require_for("local[*]")
-    with pytest.raises(DataError, match="^HARNESS_STORE is not set: the cluster master spark://h:7077 needs a store"):
+    with pytest.raises(DataError, match=r"^HARNESS_STORE is not set: the cluster master spark://h:7077 needs a store"):
         store.require_for("spark://h:7077")
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))  # the older name
     assert store.root() == tmp_path
@@ -96,5 +96,5 @@ def test_store_settings(monkeypatch, tmp_path):
     assert store.root() == tmp_path / "s"
     store.require_for("spark://h:7077")
     monkeypatch.setenv("HARNESS_STORE", "hdfs://nn:8020/harness")
-    with pytest.raises(DataError, match="^HARNESS_STORE=hdfs://nn:8020/harness: .* mount the hdfs store"):
+    with pytest.raises(DataError, match=r"^HARNESS_STORE=hdfs://nn:8020/harness: .* mount the hdfs store"):
         store.root()

@@ -76,7 +76,7 @@ def test_matrix_expansion_and_tiers(tmp_path):
 def test_update_stream_key(tmp_path):
     wl = workload.load(str(write(tmp_path, BASE + "updates: {holdback: 0.1, batch: 500, batches: 3, deletes: 0.25}\n")))
     assert wl.requests()[0].params["updates"] == "holdback=0.1,batch=500,batches=3,deletes=0.25,seed=1"
-    with pytest.raises(DataError, match="key 'updates': .*unknown key 'batchez'"):
+    with pytest.raises(DataError, match=r"key 'updates': .*unknown key 'batchez'"):
         workload.load(str(write(tmp_path, BASE + "updates: {batchez: 3}\n")))
 
 

@@ -13,6 +13,8 @@ semantics (`Pattern`). Each runs in a child process that a timeout kills.
 applies: native, then GraphBLAS, then DuckDB."""
 from __future__ import annotations
 
+from typing import Any
+
 from . import linalg, native, nx_search, sql
 from .child import run_in_child
 from .pattern import Pattern
@@ -80,8 +82,8 @@ FUNCTIONS = {"networkx": nx_search.oracle, "duckdb": sql.oracle, "graphblas": gr
 
 def run_oracle(name: str, parquet_glob: str, pattern: Pattern, timeout_s: float, match_limit: int = 2000) -> dict:
     """{name, counts, status: ok|timeout|error|skipped, count, matches, seconds, load_s, count_s, reason}; never raises."""
-    result = {"name": name, "counts": COUNTS[name], "count": None, "matches": None, "reason": None,
-              "seconds": 0.0, "load_s": None, "count_s": None, "status": "skipped"}
+    result: dict[str, Any] = {"name": name, "counts": COUNTS[name], "count": None, "matches": None, "reason": None,
+                              "seconds": 0.0, "load_s": None, "count_s": None, "status": "skipped"}
     reason = not_applicable(name, pattern)
     if reason is not None:
         result["reason"] = f"not applicable: {reason}"
@@ -96,5 +98,13 @@ def run_oracle(name: str, parquet_glob: str, pattern: Pattern, timeout_s: float,
     return result
 
 
-__all__ = ["COUNTS", "ORACLES", "NETWORKX_AUTO_MAX_EDGES", "Pattern", "choose", "not_applicable", "run_in_child",
-           "run_oracle"]
+__all__ = [
+    "COUNTS",
+    "NETWORKX_AUTO_MAX_EDGES",
+    "ORACLES",
+    "Pattern",
+    "choose",
+    "not_applicable",
+    "run_in_child",
+    "run_oracle",
+]

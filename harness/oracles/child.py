@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
+from typing import Any
 
 
 def _child(conn, fn, args: tuple) -> None:
@@ -14,7 +15,7 @@ def _child(conn, fn, args: tuple) -> None:
         conn.close()
 
 
-def run_in_child(fn, args: tuple, timeout_s: float) -> tuple[str, object, float]:
+def run_in_child(fn, args: tuple, timeout_s: float) -> tuple[str, Any, float]:
     """fn(*args) in a spawned process (fn must be a module-level function), killed at the timeout.
     Returns (status ok|timeout|error, the value or the reason, seconds); never raises."""
     ctx = mp.get_context("spawn")

@@ -14,7 +14,9 @@ from .pattern import Pattern
 def _read_edges(parquet_glob: str) -> list[tuple[int, int]]:
     import duckdb
 
-    return duckdb.sql(f"SELECT src, dst FROM read_parquet('{parquet_glob}')").fetchall()
+    relation = duckdb.sql(f"SELECT src, dst FROM read_parquet('{parquet_glob}')")
+    assert relation is not None  # a SELECT has a result
+    return relation.fetchall()
 
 
 def oracle(parquet_glob: str, pattern: Pattern, match_limit: int) -> dict:
@@ -32,7 +34,7 @@ def count_edges(edges: list[tuple[int, int]], pattern: Pattern, match_limit: int
 
     if pattern.undirected:
         graph = nx.Graph((s, d) for s, d in edges if s != d)
-        shape = nx.Graph()
+        shape: nx.Graph[str] = nx.Graph()
         shape.add_nodes_from(pattern.attributes)
         shape.add_edges_from(pattern.edges)
         automorphisms = sum(1 for _ in GraphMatcher(shape, shape).isomorphisms_iter())

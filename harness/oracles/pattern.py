@@ -26,7 +26,7 @@ class Pattern:
             object.__setattr__(self, "attributes", tuple(dict.fromkeys(a for e in self.edges for a in e)))
 
     @classmethod
-    def of(cls, query, semantics: str) -> "Pattern":
+    def of(cls, query, semantics: str) -> Pattern:
         """From anything with `edges` and `attributes` (a harness Query): only those two are read."""
         return cls(tuple(tuple(e) for e in query.edges), semantics, tuple(query.attributes))
 
@@ -47,7 +47,7 @@ class Pattern:
             import networkx as nx
             from networkx.algorithms.isomorphism import GraphMatcher
 
-            graph = nx.Graph()
+            graph: nx.Graph[str] = nx.Graph()
             graph.add_nodes_from(attrs)
             graph.add_edges_from(tuple(p) for p in self.pairs)
             return sum(1 for _ in GraphMatcher(graph, graph).isomorphisms_iter())
