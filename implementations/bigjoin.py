@@ -75,7 +75,7 @@ class BiGJoin(Implementation):
     description = "BiGJoin: Generic Join as a Spark dataflow of count/propose/intersect exchanges, batched"
     job_class = ExtensionJob
     batches_class = Batches
-    params = (Param("batch", int, DEFAULT_BATCH, "B': proposals per worker per batch (prefixes in flight)"),)
+    params: tuple[Param, ...] = (Param("batch", int, DEFAULT_BATCH, "B': proposals per worker per batch (prefixes in flight)"),)
     _sample: np.ndarray | None  # the matches a count kept; None once the graph has changed
 
     def prepare(self) -> None:
@@ -139,10 +139,12 @@ class BiGJoin(Implementation):
         level: int | None = extensions[0].first_level
         try:
             while level is not None:
-                jobs = [self.job_class(str(self.index.root), ctx.workers, tokens, ext.plan, level, self.budget,
-                                       b.queues.get(level, [[] for _ in range(ctx.workers)]),
-                                       b.consumed.get(level, [0] * ctx.workers), run_dir, job_id, match_limit,
-                                       group=g, **self.job_args(), **ext.job_args)
+                jobs = [self.job_class(index_root=str(self.index.root), workers=ctx.workers, tokens=tokens,
+                                       plan=ext.plan, level=level, budget=self.budget,
+                                       queues=b.queues.get(level, [[] for _ in range(ctx.workers)]),
+                                       consumed=b.consumed.get(level, [0] * ctx.workers), run_dir=run_dir,
+                                       job_id=job_id, match_limit=match_limit, group=g, **self.job_args(),
+                                       **ext.job_args)
                         for g, (ext, b) in enumerate(zip(extensions, batches))
                         if first or max(b.remaining(level), default=0) > 0]
                 job = jobs[0] if len(jobs) == 1 else GroupJob(jobs)
@@ -184,6 +186,11 @@ def next_level(batches: list[Batches]) -> int | None:
     return max(full) if full else max(some) if some else None
 
 
+def _received(result: JobResult) -> np.ndarray:
+    """(stage, worker) matrix of the tuples each worker received."""
+    return np.sum([result.per_worker(name) for name in RECEIVED], axis=0)
+
+
 class Counters:
     """The MPC-model counters (§2.3) of one run, summed over its batches."""
 
@@ -204,29 +211,26 @@ class Counters:
 
     def add(self, job: ExtensionJob | GroupJob, result: JobResult, queued: int) -> None:
         subs = job.jobs if isinstance(job, GroupJob) else [job]
+        offsets = job.offsets if isinstance(job, GroupJob) else [0]
         for level in {sub.level for sub in subs}:
             self.jobs_per_level[level] += 1
-        for sub in subs:  # a pipelined job runs several levels
+        for sub, offset in zip(subs, offsets):  # a pipelined job runs several levels, each from its offset
             part = result.of_group(sub.group) if len(subs) > 1 else result
             if sub.level == 0:
                 self.prefixes[1] += part.total("held_prefixes")
             else:
                 self.prefixes[sub.level + 1] += part.total("produced")
-        self.rounds += job.exchanges
-        self.count += result.total("counted")
-        for name in self.totals:
-            self.totals[name] += result.total(name)
-        loads = sum(result.per_worker(name) for name in RECEIVED)  # (stage, worker)
-        assert isinstance(loads, np.ndarray)  # RECEIVED is not empty
-        received = loads.sum(axis=1)
-        offsets = job.offsets if isinstance(job, GroupJob) else [0]
-        for sub, offset in zip(subs, offsets):  # a pipelined sub's exchanges start at its offset
-            part = result.of_group(sub.group) if len(subs) > 1 else result
-            mine = sum(part.per_worker(name) for name in RECEIVED).sum(axis=1) if len(part.stats) else []
+            mine = _received(part).sum(axis=1)
             for number in range(1, sub.exchanges + 1):
                 stage = offset + number
                 key = f"level{sub.level}.exchange{number}"
                 self.by_round[key] = self.by_round.get(key, 0) + (int(mine[stage]) if stage < len(mine) else 0)
+        self.rounds += job.exchanges
+        self.count += result.total("counted")
+        for name in self.totals:
+            self.totals[name] += result.total(name)
+        loads = _received(result)
+        received = loads.sum(axis=1)
         for stage in range(1, len(received)):
             self.max_round = max(self.max_round, int(received[stage]))
             self.round_loads.append(loads[stage].tolist())

@@ -19,8 +19,9 @@ from __future__ import annotations
 import io
 import os
 import shutil
-from dataclasses import dataclass
-from typing import cast
+from dataclasses import dataclass, field, fields
+from enum import Enum
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -39,10 +40,13 @@ from .bigjoin import Batches, BiGJoin
 from .constants import BOTH, FORWARD, REVERSE
 from .distributed_index import PartitionedIndex
 from .exchange import BlobKind
+from .extension_kernels import filter_candidates
 from .keys import edge_code, partition_of
+from .plan import ExtensionPlan
 from .prefix_extension import (
     ITEM_KINDS,
     ExtensionJob,
+    Operator,
     StageBase,
     _concat,
     _Items,
@@ -51,7 +55,6 @@ from .prefix_extension import (
     unpack_items,
 )
 
-RESOLVE, MEMBER, COUNT = 0, 1, 2  # lookup operations
 MAX_LOOKUPS_PER_BLOB = 4 << 20
 
 
@@ -79,16 +82,102 @@ class AllWorkersFull(Batches):
         return min(self.remaining(level), default=0) >= self.budget
 
 
+class Lookup(NamedTuple):
+    """One round of remote lookups: an operator; for Intersect, which relation other than the
+    proposer's (0, 1, ...) it tests; whether its answers complete the candidates of the level."""
+    operator: Operator
+    other: int = 0
+    completes: bool = False
+
+
+class Role(Enum):
+    SEED = "seed"  # level 0: count this worker's keys locally, then Balance
+    REQUEST = "request"  # apply the answers to the previous lookup, then send the next (or finish the level)
+    ANSWER = "answer"  # answer the lookups this worker owns
+    QUEUE = "queue"  # queue the ranges Balance sent here
+
+
+class Phase(NamedTuple):
+    role: Role
+    applies: Lookup | None = None  # REQUEST: the lookup whose answers arrived
+    sends: Lookup | None = None  # REQUEST: the lookup to send next; None finishes the level
+
+
+def phases(plan: ExtensionPlan, level: int) -> list[Phase]:
+    """The stages of one BiGJoin-S batch at `level`, in order: requester phases alternate with owner
+    phases; a level that is not the last ends with Balance, whose ranges the next stage queues."""
+    if level == 0:
+        return [Phase(Role.SEED), Phase(Role.QUEUE)]
+    last, relations = level + 1 == plan.m, int(plan.rel_count[level])
+    lookups = [Lookup(Operator.PROPOSE, completes=relations == 1)]
+    lookups += [Lookup(Operator.INTERSECT, t, completes=t == relations - 2) for t in range(relations - 1)]
+    if not last:
+        lookups.append(Lookup(Operator.COUNT))
+    out: list[Phase] = []
+    for k in range(len(lookups) + 1):
+        out.append(Phase(Role.REQUEST, lookups[k - 1] if k else None, lookups[k] if k < len(lookups) else None))
+        if k < len(lookups):
+            out.append(Phase(Role.ANSWER))
+    return out if last else [*out, Phase(Role.QUEUE)]
+
+
+def _no_rows() -> np.ndarray:
+    return np.zeros((0, 0), np.int32)
+
+
+def _no_int32() -> np.ndarray:
+    return np.zeros(0, np.int32)
+
+
+def _no_int64() -> np.ndarray:
+    return np.zeros(0, np.int64)
+
+
+@dataclass
+class Requests:
+    """A requester's state between its phases: the window's prefixes, one entry per lookup or
+    candidate (`item` names its prefix), the new prefixes Count minimises over, and where the
+    pending lookups went. Saved between stages (a file per stage, so a re-executed task finds its input)."""
+    prefix: np.ndarray = field(default_factory=_no_rows)
+    min_rel: np.ndarray = field(default_factory=_no_int32)
+    split: np.ndarray = field(default_factory=_no_int32)
+    item: np.ndarray = field(default_factory=_no_int64)
+    position: np.ndarray = field(default_factory=_no_int64)  # Propose: the position in the item's list to resolve
+    value: np.ndarray = field(default_factory=_no_int32)  # after Propose: the candidate
+    new_prefix: np.ndarray = field(default_factory=_no_rows)
+    new_min_rel: np.ndarray = field(default_factory=_no_int32)
+    new_min_count: np.ndarray = field(default_factory=_no_int32)
+    new_split: np.ndarray = field(default_factory=_no_int32)
+    lookup_dest: np.ndarray = field(default_factory=_no_int64)  # per distinct lookup key, sorted: its owner
+    lookup_inverse: np.ndarray = field(default_factory=_no_int64)  # per entry: its distinct lookup key
+
+    def keep(self, mask: np.ndarray) -> None:
+        self.item, self.value = self.item[mask], self.value[mask]
+
+    def keep_new(self, mask: np.ndarray) -> None:
+        for name in ("new_prefix", "new_min_rel", "new_min_count", "new_split"):
+            setattr(self, name, getattr(self, name)[mask])
+
+    def save(self, path: str) -> None:
+        """Kept locally and checkpointed to the store like a queue chunk."""
+        buffer = io.BytesIO()
+        np.savez(buffer, **{f.name: getattr(self, f.name) for f in fields(self)})
+        store.write_bytes(path, buffer.getvalue())
+
+    @classmethod
+    def load(cls, path: str) -> Requests:
+        with np.load(io.BytesIO(store.read_bytes(path))) as saved:
+            state = cls(**{name: saved[name] for name in saved.files})
+        store.drop_local(path)  # read once; a re-executed task reads the checkpoint
+        return state
+
+
 @dataclass
 class BalancedJob(ExtensionJob):
-    """One batch of BiGJoin-S at level j: requester phases (even stages) alternate with owner phases
-    (odd stages) that answer lookups; non-final levels end with Balance and one more exchange."""
+    """One batch of BiGJoin-S at level j: the stages `phases` lists."""
 
-    def steps(self) -> list[int]:
-        p, j = self.plan, self.level
-        if j == 0:
-            return []  # seeding: every 1-prefix is counted by its own worker
-        return [RESOLVE] + [MEMBER] * (int(p.rel_count[j]) - 1) + ([COUNT] if j + 1 < p.m else [])
+    def phases(self) -> list[Phase]:
+        return phases(self.plan, self.level)
 
     @property
     def last_level(self) -> bool:
@@ -96,7 +185,7 @@ class BalancedJob(ExtensionJob):
 
     @property
     def exchanges(self) -> int:
-        return 2 * len(self.steps()) + (0 if self.last_level else 1)
+        return len(self.phases()) - 1
 
     def state_path(self, p: int, stage: int) -> str:
         return os.path.join(self.run_dir, "state", f"j{self.job_id:06d}", f"p{p}-s{stage}.npz")
@@ -125,29 +214,31 @@ class BalancedJob(ExtensionJob):
 
 
 class _BalancedStage(StageBase):
-    """One worker in one stage of a BiGJoin-S batch: requester, owner, or receiver of Balance's ranges."""
+    """One worker in one stage of a BiGJoin-S batch, in the role its phase names."""
     job: BalancedJob
 
     def __init__(self, job: BalancedJob, stage: int, p: int):
         super().__init__(job, stage, p)
         with self.clock("io_us"):
             self.index = Partition.load(job.index_root, p)
-        self.steps = job.steps()
+        self.phase = job.phases()[stage]
         self.tokens: list[int] = []
         self.payloads: list[bytes] = []
 
     # --------------------------------------------------------------- stage roles
 
     def run(self, received, final: bool):
-        s = self.stage
         data = [(kind, meta, arrays) for kind, meta, arrays in received if not self.side_input(kind, meta, arrays)]
-        if s == 2 * len(self.steps) + 1:  # after Balance: queue the ranges this worker received
-            self._queue_ranges(data)
-        elif s % 2 == 1:
+        role = self.phase.role
+        if role == Role.SEED:
+            self._seed()
+        elif role == Role.REQUEST:
+            self._requester(data)
+        elif role == Role.ANSWER:
             with self.clock("kernel_us"):
                 self._answer(data)
         else:
-            self._requester(s // 2, data)
+            self._queue_ranges(data)
         return self.output(self.tokens, self.payloads, final)
 
     def _send(self, q: int, payload: bytes, remote_field: str, count: int) -> None:
@@ -161,14 +252,14 @@ class _BalancedStage(StageBase):
         for _kind, (op, requester, offset), arrays in data:
             codes = np.cumsum(arrays[0])  # sent as deltas of the sorted keys
             self.add("received_lookups", len(codes))
-            if op == RESOLVE:
+            if op == Operator.PROPOSE:
                 answer = self.index.resolve(codes)
-            elif op == MEMBER:  # only the hits go back: a lookup not named is a "no"
+            elif op == Operator.INTERSECT:  # only the hits go back: a lookup not named is a "no"
                 answer = np.flatnonzero(self.index.contains(codes)).astype(np.int32)
             else:
                 answer = self.index.counts(codes.astype(np.int32)).ravel()
-            tuples = len(answer) // (2 if op == COUNT else 1)
-            if op != COUNT:  # resolved values (sorted within a list) and hit positions go as deltas too
+            tuples = len(answer) // (2 if op == Operator.COUNT else 1)
+            if op != Operator.COUNT:  # resolved values (sorted within a list) and hit positions go as deltas too
                 answer = np.diff(answer, prepend=np.int32(0)).astype(np.int32)
             blob = exchange.pack(BlobKind.ANSWERS, requester, [answer], (op, self.p, offset, len(codes)))
             self._send(requester, blob, "sent_remote_answers", tuples)
@@ -180,118 +271,102 @@ class _BalancedStage(StageBase):
         if len(ranges.prefix):
             self.queue(ranges)
 
-    def _requester(self, phase: int, data) -> None:
-        job, j = self.job, self.job.level
-        if j == 0:
-            return self._seed()
-        if phase == 0:
+    def _requester(self, data) -> None:
+        job, applies, sends = self.job, self.phase.applies, self.phase.sends
+        if applies is None:  # the first phase: open the window
             with self.clock("io_us"):
-                items, first, last = take_window(job, self.p, Ranges.empty(j))
+                items, first, last = take_window(job, self.p, Ranges.empty(job.level))
             state = _open_ranges(items, first, last)
             self.add("held_prefixes", len(items.prefix))
         else:
             with self.clock("io_us"):
-                state = _load_state(job.state_path(self.p, self.stage - 2))
-            width = 2 if self.steps[phase - 1] == COUNT else 1
-            answers, n = _gather_answers(data, state["lookup_dest"], job.workers, width)
+                state = Requests.load(job.state_path(self.p, self.stage - 2))
+            width = 2 if applies.operator == Operator.COUNT else 1
+            answers, n = _gather_answers(data, state.lookup_dest, job.workers, width)
             self.add("received_answers", n)
             with self.clock("kernel_us"):
-                state = self._apply(self.steps[phase - 1], phase - 1, state, answers[state["lookup_inverse"]])
-        self.add("held_candidates", len(state.get("value", state.get("lookup_item", ()))))
-        if phase < len(self.steps):
+                self._apply(applies, state, answers[state.lookup_inverse])
+        self.add("held_candidates", len(state.item))
+        if sends is not None:
             with self.clock("kernel_us"):
-                self._request(self.steps[phase], phase, state)
+                self._request(sends, state)
             with self.clock("io_us"):
-                _save_state(job.state_path(self.p, self.stage), state)
+                state.save(job.state_path(self.p, self.stage))
         elif job.last_level:
             self._count_matches(state)
         else:
-            self._balance(state["new_prefix"], state["min_rel"], state["min_count"], state["split"])
+            self._balance(state.new_prefix, state.new_min_rel, state.new_min_count, state.new_split)
 
     # --------------------------------------------------------------- lookups
 
-    def _request(self, op: int, step: int, state: dict) -> None:
+    def _request(self, lookup: Lookup, state: Requests) -> None:
         """Aggregate identical lookup keys, then send each distinct key to its owner once."""
         plan, j, w = self.job.plan, self.job.level, self.job.workers
-        if op == RESOLVE:  # the k-th entry of a BOTH list is in reverse ++ forward
-            item = state["lookup_item"]
-            r = state["min_rel"][item]
-            key, kind = state["prefix"][item, plan.rel_pos[j][r]], plan.rel_kind[j][r]
-            k, split = state["lookup_pos_in_range"], state["split"][item]
+        if lookup.operator == Operator.PROPOSE:  # the k-th entry of a BOTH list is in reverse ++ forward
+            item = state.item
+            r = state.min_rel[item]
+            key, kind = state.prefix[item, plan.rel_pos[j][r]], plan.rel_kind[j][r]
+            k, split = state.position, state.split[item]
             reverse = (kind == REVERSE) | ((kind == BOTH) & (k < split))
             codes = resolver_code(key, reverse, np.where((kind == BOTH) & ~reverse, k - split, k))
             self.add("proposals", len(codes))
-        elif op == MEMBER:
-            t = step - 1  # the t-th relation other than the proposer
-            item = state["item"]
-            r = t + (t >= state["min_rel"][item])
-            key = state["prefix"][item, plan.rel_pos[j][r]]
+        elif lookup.operator == Operator.INTERSECT:
+            t = lookup.other
+            item = state.item
+            r = t + (t >= state.min_rel[item])
+            key = state.prefix[item, plan.rel_pos[j][r]]
             kind = plan.rel_kind[j][r]
-            e = state["value"]
+            e = state.value
             src = np.where(kind == FORWARD, key, np.where(kind == REVERSE, e, np.minimum(key, e)))
             dst = np.where(kind == FORWARD, e, np.where(kind == REVERSE, key, np.maximum(key, e)))
             codes = edge_code(src, dst)
             self.add("probes", len(codes))
         else:
-            new = state["new_prefix"]
-            codes = new[:, plan.rel_pos[j + 1][: int(plan.rel_count[j + 1])]].astype(np.int64).ravel()
+            codes = state.new_prefix[:, plan.rel_pos[j + 1][: int(plan.rel_count[j + 1])]].astype(np.int64).ravel()
             self.add("count_lookups", len(codes))
         unique, inverse = np.unique(codes, return_inverse=True)
         self.add("lookups_aggregated", len(codes) - len(unique))
-        if op == RESOLVE:
+        if lookup.operator == Operator.PROPOSE:
             dest = resolver_owner(unique, w)
-        elif op == MEMBER:
+        elif lookup.operator == Operator.INTERSECT:
             dest = edge_owner(unique, w)
         else:
             dest = partition_of(unique, w)
-        state["lookup_dest"], state["lookup_inverse"] = dest, inverse.ravel()
+        state.lookup_dest, state.lookup_inverse = dest, inverse.ravel()
         self.add("sent_lookups", len(unique))
         for q, sel in exchange.by_destination(dest, w):
             for offset in range(0, len(sel), MAX_LOOKUPS_PER_BLOB):
                 piece = unique[sel[offset:offset + MAX_LOOKUPS_PER_BLOB]]
                 # Sorted keys go as deltas: mostly small numbers, which Spark's shuffle compression shrinks.
                 deltas = np.diff(piece, prepend=np.int64(0))
-                self._send(q, exchange.pack(BlobKind.LOOKUPS, q, [deltas], (op, self.p, offset)), "sent_remote_lookups", len(piece))
+                self._send(q, exchange.pack(BlobKind.LOOKUPS, q, [deltas], (lookup.operator, self.p, offset)),
+                           "sent_remote_lookups", len(piece))
 
-    def _apply(self, op: int, step: int, state: dict, answer: np.ndarray) -> dict:
+    def _apply(self, lookup: Lookup, state: Requests, answer: np.ndarray) -> None:
         plan, j = self.job.plan, self.job.level
-        if op == RESOLVE:
-            item, value = state["lookup_item"], answer.astype(np.int32)
-            prefix = state["prefix"]
-            keep = np.ones(len(value), dtype=bool)
-            for q in range(j):  # order constraints, inequalities and self-loops, locally
-                if plan.above[j, q]:
-                    keep &= value > prefix[item, q]
-                if plan.below[j, q]:
-                    keep &= value < prefix[item, q]
-                if plan.differ[j, q]:
-                    keep &= value != prefix[item, q]
-            if plan.loop[j]:
-                keep &= np.isin(value, self.index.loops)
-            state = {"prefix": prefix, "min_rel": state["min_rel"], "item": item[keep], "value": value[keep]}
-        elif op == MEMBER:
-            keep = answer.astype(bool)
-            state["item"], state["value"] = state["item"][keep], state["value"][keep]
+        if lookup.operator == Operator.PROPOSE:
+            state.value = answer.astype(np.int32)
+            state.position = state.position[:0]  # resolved
+            state.keep(filter_candidates(j, state.prefix, state.item, state.value, plan.above, plan.below, plan.differ,
+                                         plan.loop[j], self.index.loops))
+        elif lookup.operator == Operator.INTERSECT:
+            state.keep(answer.astype(bool))
         else:
             self._minimise(state, answer.reshape(-1, int(plan.rel_count[j + 1]), 2))
-        if op != COUNT and step + 1 == int(plan.rel_count[j]):  # every relation of a_j agreed
-            self.add("produced", len(state["value"]))
+            return
+        if lookup.completes:  # every relation binding a_j agreed
+            self.add("produced", len(state.value))
             if not self.job.last_level:
-                state["new_prefix"] = np.column_stack([state["prefix"][state["item"]], state["value"]]).astype(np.int32)
-        return state
+                state.new_prefix = np.column_stack([state.prefix[state.item], state.value]).astype(np.int32)
 
-    def _minimise(self, state: dict, degrees: np.ndarray) -> None:
+    def _minimise(self, state: Requests, degrees: np.ndarray) -> None:
         """Count: each new prefix's smallest list (ties to the lower relation), dropping empty ones."""
         plan, j = self.job.plan, self.job.level
         counts = _list_sizes(degrees, plan.rel_kind[j + 1][: int(plan.rel_count[j + 1])])
         min_rel = counts.argmin(axis=1).astype(np.int32)
         rows = np.arange(len(counts))
-        state["min_count"] = counts[rows, min_rel]
-        state["split"] = degrees[rows, min_rel, 1]
-        state["min_rel"] = min_rel
-        keep = state["min_count"] > 0
-        for name in ("new_prefix", "min_rel", "min_count", "split"):
-            state[name] = state[name][keep]
+        state.new_min_count, state.new_split, state.new_min_rel = counts[rows, min_rel], degrees[rows, min_rel, 1], min_rel
+        state.keep_new(state.new_min_count > 0)
 
     def _seed(self) -> None:
         """Level 0: this worker's count-index keys are 1-prefixes, and their counts are local."""
@@ -300,11 +375,11 @@ class _BalancedStage(StageBase):
         if plan.loop[0]:
             keys = keys[np.isin(keys, self.index.loops)]
         self.add("held_prefixes", len(keys))
-        state = {"new_prefix": keys.reshape(-1, 1).astype(np.int32)}
+        state = Requests(new_prefix=keys.reshape(-1, 1).astype(np.int32))
         relations = int(plan.rel_count[1])
         self.add("count_lookups", len(keys) * relations)
         self._minimise(state, np.repeat(self.index.counts(keys)[:, None, :], relations, axis=1))
-        self._balance(state["new_prefix"], state["min_rel"], state["min_count"], state["split"])
+        self._balance(state.new_prefix, state.new_min_rel, state.new_min_count, state.new_split)
 
     # --------------------------------------------------------------- balance and output
 
@@ -320,12 +395,12 @@ class _BalancedStage(StageBase):
         for dest, sel in exchange.by_destination(q, w):
             self._send(dest, pack_items(ranges.take(sel), dest), "sent_remote_ranges", len(sel))
 
-    def _count_matches(self, state: dict) -> None:
-        n = len(state["value"])
+    def _count_matches(self, state: Requests) -> None:
+        n = len(state.value)
         self.add("counted", n)
         if self.job.match_limit and n:
             take = min(n, self.job.match_limit)
-            rows = np.column_stack([state["prefix"][state["item"][:take]], state["value"][:take]])
+            rows = np.column_stack([state.prefix[state.item[:take]], state.value[:take]])
             self.matches.append(rows.astype(np.int32))
 
 
@@ -346,29 +421,13 @@ def split_work(work: np.ndarray, workers: int) -> tuple[np.ndarray, np.ndarray, 
     return item[keep], q[keep], start[keep].astype(np.int32), end[keep].astype(np.int32)
 
 
-def _save_state(path: str, state: dict) -> None:
-    """A requester's state between its phases (a file per stage, so a re-executed task finds its input),
-    kept locally and checkpointed to the store like a queue chunk."""
-    buffer = io.BytesIO()
-    np.savez(buffer, **state)
-    store.write_bytes(path, buffer.getvalue())
-
-
-def _load_state(path: str) -> dict:
-    with np.load(io.BytesIO(store.read_bytes(path))) as saved:
-        state = dict(saved)
-    store.drop_local(path)  # read once; a re-executed task reads the checkpoint
-    return state
-
-
-def _open_ranges(items: Ranges, first: np.ndarray, last: np.ndarray) -> dict:
-    """Extension-Resolve requests for the window: one (key, kind, position) per unit of work."""
+def _open_ranges(items: Ranges, first: np.ndarray, last: np.ndarray) -> Requests:
+    """Propose requests for the window: one (prefix, position in its list) per unit of work."""
     job_work = (last - first).astype(np.int64)
     item = np.repeat(np.arange(len(job_work)), job_work)
-    pos = (items.start[item].astype(np.int64) + first[item]
-           + np.arange(int(job_work.sum())) - np.repeat(np.cumsum(job_work) - job_work, job_work))
-    return {"prefix": items.prefix, "min_rel": items.min_rel, "split": items.split, "lookup_item": item,
-            "lookup_pos_in_range": pos}
+    position = (items.start[item].astype(np.int64) + first[item]
+                + np.arange(int(job_work.sum())) - np.repeat(np.cumsum(job_work) - job_work, job_work))
+    return Requests(prefix=items.prefix, min_rel=items.min_rel, split=items.split, item=item, position=position)
 
 
 def _gather_answers(data, dest: np.ndarray, workers: int, width: int) -> tuple[np.ndarray, int]:
@@ -381,8 +440,8 @@ def _gather_answers(data, dest: np.ndarray, workers: int, width: int) -> tuple[n
         if kind != BlobKind.ANSWERS:
             continue
         mine = sent_to[owner][offset: offset + looked_up]
-        values = arrays[0] if op == COUNT else np.cumsum(arrays[0], dtype=np.int64)
-        if op == MEMBER:  # the positions of the hits
+        values = arrays[0] if op == Operator.COUNT else np.cumsum(arrays[0], dtype=np.int64)
+        if op == Operator.INTERSECT:  # the positions of the hits
             out[mine[values]] = 1
             tuples += len(values)
         else:

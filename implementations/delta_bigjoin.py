@@ -32,6 +32,7 @@ from harness.query import adjacency, make_join_spec
 from . import exchange, versioned_index
 from .base import BatchOutcome, Outcome, Param
 from .bigjoin import BiGJoin, Counters
+from .extension_kernels import filter_candidates
 from .plan import ExtensionPlan
 from .prefix_extension import (
     Candidates,
@@ -82,14 +83,10 @@ class DeltaJob(ExtensionJob):
         # forward and its reverse entry); directed, the atom reads the forward entries.
         chosen = (diff == self.sign) & ((kind == 0) | self.undirected)
         x, y = key[chosen], value[chosen]
-        plan, keep = self.plan, np.ones(len(x), np.bool_)
-        if plan.above[1, 0]:
-            keep &= y > x
-        if plan.below[1, 0]:
-            keep &= y < x
-        if plan.differ[1, 0]:
-            keep &= y != x
-        x, y = x[keep].astype(np.int32), y[keep].astype(np.int32)
+        plan, x = self.plan, x.astype(np.int32).reshape(-1, 1)
+        keep = filter_candidates(1, x, np.arange(len(x)), y.astype(np.int32), plan.above, plan.below, plan.differ,
+                                 False, stage.loops)
+        x, y = x[keep, 0], y[keep].astype(np.int32)
         stage.add("proposals", len(y))
         seeds = Candidates(x.reshape(-1, 1), np.full(len(x), (1 << int(plan.rel_count[1])) - 1, np.int32),
                            np.ones(len(x), np.int32), y)
@@ -193,10 +190,12 @@ class DeltaBiGJoin(BiGJoin):
             offset = 0
             for level in range(1, m):
                 group = e + len(queries) * (level - 1)
-                job = DeltaJob(str(index.root), ctx.workers, tokens, self.delta_plans[atom], level, self.budget,
-                               [[] for _ in range(ctx.workers)], [0] * ctx.workers, run_dir, 0, limit, group,
-                               view=index.view, seeds=seeds if level == 1 else None, sign=sign,
-                               undirected=index.undirected, feed=group - len(queries) if level > 1 else None)
+                job = DeltaJob(index_root=str(index.root), workers=ctx.workers, tokens=tokens,
+                               plan=self.delta_plans[atom], level=level, budget=self.budget,
+                               queues=[[] for _ in range(ctx.workers)], consumed=[0] * ctx.workers, run_dir=run_dir,
+                               job_id=0, match_limit=limit, group=group, view=index.view,
+                               seeds=seeds if level == 1 else None, sign=sign, undirected=index.undirected,
+                               feed=group - len(queries) if level > 1 else None)
                 job.last_stage = offset + job.exchanges
                 jobs.append(job)
                 offsets.append(offset)

@@ -165,14 +165,33 @@ def _emit(values, changes, sign, span, first, last, t, out, w, prefix, i, level,
 
 
 @njit(cache=True)
-def _keep(c, out, w, prefix, i, level, differ, need_loop, loops):
+def admissible(c, prefix, i, level, differ, need_loop, loops):
+    """Whether candidate c may follow prefix i: it differs from the values it must differ from and,
+    if the level needs one, has a self-loop. (The order constraints are value_bounds'.)"""
     for q in range(level):
         if differ[level, q] and c == prefix[i, q]:
-            return w
-    if need_loop and not contains(loops, 0, len(loops), c):
-        return w
-    out[w] = c
-    return w + 1
+            return False
+    return not need_loop or contains(loops, 0, len(loops), c)
+
+
+@njit(cache=True)
+def _keep(c, out, w, prefix, i, level, differ, need_loop, loops):
+    if admissible(c, prefix, i, level, differ, need_loop, loops):
+        out[w] = c
+        w += 1
+    return w
+
+
+@njit(cache=True)
+def filter_candidates(level, prefix, item, values, above, below, differ, need_loop, loops):
+    """The one filter of candidates outside propose (BiGJoin-S's resolved values, Delta-BiGJoin's seeds):
+    values[t] extends prefix item[t] if value_bounds allow it and it is admissible."""
+    keep = np.zeros(len(values), dtype=np.bool_)
+    for t in range(len(values)):
+        i, c = item[t], values[t]
+        lo, hi = value_bounds(level, prefix, i, above, below)
+        keep[t] = lo <= c <= hi and admissible(c, prefix, i, level, differ, need_loop, loops)
+    return keep
 
 
 @njit(cache=True)

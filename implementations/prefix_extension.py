@@ -1,6 +1,15 @@
-"""The prefix-extension primitive (§3.1): extend a batch of j-prefixes by one attribute through the
-Count, Propose and Intersect operators, each a lookup at the worker that owns the relation's key,
-with a real Spark shuffle carrying prefixes between them.
+"""The prefix-extension primitive (§3.1): extend a batch of j-prefixes by one attribute with three
+operators (`Operator`), each a lookup keyed by a value the prefix has bound:
+  Count      how many extensions a relation offers the prefix; keep the smallest relation;
+  Propose    the extensions themselves, from that smallest relation;
+  Intersect  which of the candidates every other relation binding the attribute also offers.
+The numba kernels (`extension_kernels`) answer all three against one worker's index partition. Who
+answers, and so what travels, is the variant's choice:
+  bigjoin, delta-bigjoin  the worker that owns the key: prefixes travel to it (`Stage` below);
+  bigjoin-s               the owners of the resolver, membership and count entries: lookups travel
+                          to them and prefixes stay (`bigjoin_s`).
+Which version of the index a lookup reads (delta-bigjoin's old and new views) is part of the
+relation's kind in the plan; the kernels read it from there.
 
 One Spark job extends one batch at level j, where the prefixes wait in per-worker queues at the
 worker of their proposing relation (the paper's (p, min-c, min-i, rem-ext) quadruples):
@@ -9,7 +18,8 @@ worker of their proposing relation (the paper's (p, min-c, min-i, rem-ext) quadr
                 against every relation binding a_(j+1), then move each to its proposer's worker and
                 queue it for level j + 1 (at the last level the survivors are only counted).
 Every stage applies all lookups whose keys the worker owns before shipping an item, so H is an
-upper bound and items often arrive early. BiGJoin schedules these jobs; its variants reuse them."""
+upper bound and items often arrive early. BiGJoin schedules these jobs (`BiGJoin.extend`); BiGJoin-S
+replaces the stages and keeps the queues, windows, job driver and counters."""
 from __future__ import annotations
 
 import os
@@ -18,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
@@ -36,6 +47,13 @@ from .extension_kernels import (
     propose_items,
 )
 from .plan import ExtensionPlan
+
+
+class Operator(IntEnum):
+    COUNT = 0
+    PROPOSE = 1
+    INTERSECT = 2
+
 
 FIELDS = ("stage", "worker", "received_prefixes", "received_candidates", "received_lookups", "received_answers",
           "received_ranges", "sent_prefixes", "sent_candidates", "sent_remote_prefixes", "sent_remote_candidates",
@@ -58,9 +76,9 @@ class Chunk:
     work: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ExtensionJob:
-    """Everything the tasks of one batch need (pickled into them)."""
+    """Everything the tasks of one batch need (pickled into them); built with keywords only."""
     index_root: str
     workers: int
     tokens: np.ndarray
@@ -417,41 +435,61 @@ class Stage(StageBase):
         full = (1 << int(plan.rel_count[j])) - 1
         return Candidates(items.prefix, (full & ~(1 << items.min_rel)).astype(np.int32), lengths, values)
 
+    def intersect(self, cands: Candidates) -> Candidates:
+        """Intersect (level j) with every pending relation this worker owns; drop emptied items."""
+        job, plan = self.job, self.job.plan
+        if job.level == 0 or not len(cands.prefix):
+            return cands
+        with self.clock("kernel_us"):
+            kept, probes = intersect_items(self.p, job.workers, self.ix, job.level, cands.prefix, cands.mask,
+                                           cands.lengths, cands.values, plan.rel_count, plan.rel_pos, plan.rel_kind)
+        cands.values = cands.values[:kept]
+        self.add("probes", probes)
+        alive = np.flatnonzero(cands.lengths > 0)
+        return cands if len(alive) == len(cands.lengths) else cands.take(alive)
+
+    def count(self, prefixes: Prefixes) -> Prefixes:
+        """Count (level j + 1) against every pending relation this worker owns; drop empty extensions."""
+        job, plan = self.job, self.job.plan
+        if not len(prefixes.prefix):
+            return prefixes
+        with self.clock("kernel_us"):
+            lookups = count_items(self.p, job.workers, self.ix, job.level + 1, prefixes.prefix, prefixes.mask,
+                                  prefixes.min_rel, prefixes.min_count, plan.rel_count, plan.rel_pos, plan.rel_kind,
+                                  plan.above, plan.below)
+        self.add("count_lookups", lookups)
+        return prefixes.take(np.flatnonzero(prefixes.min_count > 0))
+
     def run(self, cands: Candidates, prefixes: Prefixes, final: bool):
-        job, plan, j, p = self.job, self.job.plan, self.job.level, self.p
+        """BiGJoin's step at this worker: Intersect, turn the finished candidates into (j+1)-prefixes
+        (or count them, at the last level), Count those, then queue or ship every item."""
         self.add("held_prefixes", len(cands.prefix) + len(prefixes.prefix))
         self.add("held_candidates", len(cands.values))
-        # Intersect (level j) with every pending relation this worker owns.
-        if j > 0 and len(cands.prefix):
-            with self.clock("kernel_us"):
-                kept, probes = intersect_items(p, job.workers, self.ix, j, cands.prefix, cands.mask, cands.lengths,
-                                               cands.values, plan.rel_count, plan.rel_pos, plan.rel_kind)
-            cands.values = cands.values[:kept]
-            self.add("probes", probes)
-            alive = np.flatnonzero(cands.lengths > 0)
-            if len(alive) < len(cands.lengths):
-                cands = cands.take(alive)
+        cands = self.intersect(cands)
         done = cands.mask == 0
         if done.any():
-            finished = cands.take(np.flatnonzero(done))
+            prefixes = self.extended(cands.take(np.flatnonzero(done)), prefixes)
             cands = cands.take(np.flatnonzero(~done))
-            produced = len(finished.values)
-            self.add("produced", produced)
-            if j + 1 == plan.m:  # the last level is counted, not flattened (bar a bounded sample)
-                self.add("counted", produced)
-                if job.match_limit:
-                    self.matches.append(_flatten(finished, j, job.match_limit))
-            else:
-                new = _flatten(finished, j, produced)
-                prefixes = _concat([prefixes, Prefixes.fresh(new, int(plan.rel_count[j + 1]))], Prefixes.empty(j + 1))
-        # Count (level j + 1) against every pending relation this worker owns; drop empty extensions.
-        if len(prefixes.prefix):
-            with self.clock("kernel_us"):
-                lookups = count_items(p, job.workers, self.ix, j + 1, prefixes.prefix, prefixes.mask, prefixes.min_rel,
-                                      prefixes.min_count, plan.rel_count, plan.rel_pos, plan.rel_kind, plan.above,
-                                      plan.below)
-            self.add("count_lookups", lookups)
-            prefixes = prefixes.take(np.flatnonzero(prefixes.min_count > 0))
+        return self.route(cands, self.count(prefixes), final)
+
+    def extended(self, finished: Candidates, prefixes: Prefixes) -> Prefixes:
+        """Candidates every relation agreed on: counted at the last level (bar a bounded sample of
+        matches), else new prefixes added to `prefixes`."""
+        job, j = self.job, self.job.level
+        produced = len(finished.values)
+        self.add("produced", produced)
+        if j + 1 == job.plan.m:
+            self.add("counted", produced)
+            if job.match_limit:
+                self.matches.append(_flatten(finished, j, job.match_limit))
+            return prefixes
+        new = Prefixes.fresh(_flatten(finished, j, produced), int(job.plan.rel_count[j + 1]))
+        return _concat([prefixes, new], Prefixes.empty(j + 1))
+
+    def route(self, cands: Candidates, prefixes: Prefixes, final: bool):
+        """Queue the prefixes that reached their proposer's worker; ship every other item to the owner
+        of its next lookup."""
+        job, plan, j, p = self.job, self.job.plan, self.job.level, self.p
         dest_p = next_owner(job.workers, j + 1, prefixes.prefix, prefixes.mask, prefixes.min_rel, plan.rel_pos)
         arrived = (prefixes.mask == 0) & (dest_p == p)
         if arrived.any():

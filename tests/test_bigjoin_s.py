@@ -95,6 +95,7 @@ def test_pruning_local_copies_knows_the_job_of_every_run_file(tmp_path):
     from implementations.bigjoin_s import BalancedJob
     from implementations.prefix_extension import _job_of
 
-    job = BalancedJob("", 2, np.zeros(2, np.int64), None, 2, 10, [[], []], [0, 0], str(tmp_path), 7)
+    job = BalancedJob(index_root="", workers=2, tokens=np.zeros(2, np.int64), plan=None, level=2, budget=10,
+                      queues=[[], []], consumed=[0, 0], run_dir=str(tmp_path), job_id=7)
     for path in (job.state_path(1, 2), job.chunk_path(3, 1, 4, 0)):
         assert _job_of(os.path.relpath(path, job.run_dir)) == 7

@@ -273,7 +273,8 @@ def test_a_pipelined_feed_reads_one_file_per_stage(tmp_path):
     from implementations.delta_bigjoin import DeltaJob
     from implementations.prefix_extension import Prefixes, pack_items
 
-    job = DeltaJob("", 1, np.zeros(1, np.int64), None, 2, 10, [[]], [0], str(tmp_path), 3, feed=0)
+    job = DeltaJob(index_root="", workers=1, tokens=np.zeros(1, np.int64), plan=None, level=2, budget=10, queues=[[]],
+                   consumed=[0], run_dir=str(tmp_path), job_id=3, feed=0)
     first = Prefixes.fresh(np.array([[1, 2], [1, 3]], np.int32), 1)
     second = Prefixes.fresh(np.array([[4, 5]], np.int32), 1)
     for stage, attempt, items in ((1, 7, first), (1, 9, first), (2, 8, second)):  # stage 1 ran twice
