@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -230,17 +231,24 @@ def symmetry_breaking(query: Query) -> list[tuple[str, str]]:
     return constraints
 
 
-def default_attribute_order(query: Query) -> tuple[str, ...]:
-    """Greedy: start from the first attribute, then repeatedly take the attribute with the most
-    edges into the chosen prefix (ties: declaration order). The first two are always adjacent."""
+def default_attribute_order(query: Query, start: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Greedy: start from `start` (default: the first attribute), then repeatedly take the attribute
+    with the most edges into the chosen prefix (ties: declaration order). The first two are always
+    adjacent when `start` is one attribute or an edge."""
     adj = adjacency(query)
-    order = [query.attributes[0]]
-    rest = list(query.attributes[1:])
+    order = list(start or query.attributes[:1])
+    rest = [a for a in query.attributes if a not in order]
     while rest:
         best = max(rest, key=lambda a: (len(adj[a] & set(order)), -rest.index(a)))
         order.append(best)
         rest.remove(best)
     return tuple(order)
+
+
+def in_query_order(query: Query, order: Sequence[str], rows: Iterable[Sequence]) -> list[tuple[int, ...]]:
+    """Matches given as rows in attribute order `order`, as tuples in the query's attribute order."""
+    where = [list(order).index(a) for a in query.attributes]
+    return [tuple(int(row[i]) for i in where) for row in rows]
 
 
 @dataclass(frozen=True)

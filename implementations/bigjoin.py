@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from harness.errors import DataError
+from harness.query import in_query_order
 
 from . import distributed_index, exchange
 from .base import Implementation, Outcome, Param
@@ -113,9 +114,7 @@ class BiGJoin(Implementation):
         else:
             _, _, found = self._run(limit)
         spec = self.ctx.spec
-        where = [spec.attribute_order.index(a) for a in spec.query.attributes]
-        rows = self.index.ids[found[:limit]] if len(found) else np.zeros((0, len(where)), np.int64)
-        return [tuple(int(v) for v in row[where]) for row in rows]
+        return in_query_order(spec.query, spec.attribute_order, self.index.ids[found[:limit]] if len(found) else [])
 
     def _run(self, match_limit: int) -> tuple[int, Counters, np.ndarray]:
         if self.plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop

@@ -1,15 +1,19 @@
 """`delta-bigjoin` (§3.3, §4.3): BiGJoin kept current under batches of edge insertions and deletions.
 
-Everything that differs from BiGJoin is here:
+What differs from BiGJoin, and where it lives:
 1. The index is multi-version (`versioned_index`): it is updated in place by one Spark job per batch,
    which also derives the relation's net changes under set semantics, and it gives the batch an old
-   and a new view.
+   and a new view (`DeltaJob.load_index`: the base plus the changes up to and before the batch).
 2. A batch runs one delta query dQ_i per query edge (atom) i and per sign: Generic Join over an
    attribute order that starts with atom i's two attributes, seeded at level 1 from the batch's net
-   changes of that sign. Atoms before i read the new view, atoms after i the old one (`ExtensionPlan`
-   with `seed_atom`), so a match whose edges change in the same batch is counted exactly once.
-   All delta queries of a batch share its Spark jobs (BiGJoin.extend multiplexes them).
-3. The change of the count is the sum of the delta queries' counts, each with its sign.
+   changes of that sign (`DeltaJob.start`). Atoms before i read the new view, atoms after i the old
+   one: `ExtensionPlan.from_spec(seed_atom=i)` marks those relations' kind with OLD, and the kernels'
+   `list_ranges` reads the old view's change rows for them. So a match whose edges change in the same
+   batch is counted exactly once.
+3. All delta queries of a batch, every level of each, run in one Spark job with the index update
+   (`apply_updates`): a `GroupJob` with the update as its prelude, each level starting at its
+   `offset` and fed by the level before (`DeltaJob.window` with `feed`, `last_stage`).
+4. The change of the count is the sum of the delta queries' counts, each with its sign.
 
 Without an update stream (ctx.stream), `count()` starts from the empty graph and inserts the dataset's
 edges in `self_check_batches` batches, so the count it returns is built entirely from delta queries."""
@@ -27,7 +31,7 @@ from pyspark.sql import functions as F
 
 from harness import store, updates
 from harness.errors import DataError
-from harness.query import adjacency, make_join_spec
+from harness.query import default_attribute_order, in_query_order, make_join_spec
 
 from . import exchange, versioned_index
 from .base import BatchOutcome, Outcome, Param
@@ -149,7 +153,7 @@ class DeltaBiGJoin(BiGJoin):
         self.index_reused = False
         self.delta_plans, self.delta_orders = [], []
         for i, (x, y) in enumerate(query.edges):
-            order = _order_from(query, x, y)
+            order = default_attribute_order(query, start=(x, y))
             self.delta_plans.append(ExtensionPlan.from_spec(make_join_spec(query, ctx.spec.semantics, order), seed_atom=i))
             self.delta_orders.append(order)
 
@@ -222,29 +226,14 @@ class DeltaBiGJoin(BiGJoin):
     def _net_changes(self, queries: list[tuple[int, int]], found: list[np.ndarray]) -> tuple[list, bool]:
         """Changed matches (in query attribute order, original ids) with their net sign: a match can
         leave through one delta query and come back through another in the same batch."""
-        attrs = self.ctx.spec.query.attributes
         net: Counter = Counter()
         truncated = False
         for (atom, sign), rows in zip(queries, found):
             truncated |= len(rows) > self.change_limit
-            order = self.delta_orders[atom]
-            where = [order.index(a) for a in attrs]
-            for row in self.index.ids[rows[:, where]] if len(rows) else []:
-                net[tuple(int(v) for v in row)] += sign
+            for match in in_query_order(self.ctx.spec.query, self.delta_orders[atom], self.index.ids[rows]):
+                net[match] += sign
         changes = sorted((match, diff) for match, diff in net.items() if diff)
         return changes[: self.change_limit], truncated or len(changes) > self.change_limit
-
-
-def _order_from(query, x: str, y: str) -> tuple[str, ...]:
-    """x, y, then greedily the attribute with most edges into the prefix (ties: declaration order)."""
-    adj = adjacency(query)
-    order = [x, y]
-    rest = [a for a in query.attributes if a not in order]
-    while rest:
-        best = max(rest, key=lambda a: (len(adj[a] & set(order)), -rest.index(a)))
-        order.append(best)
-        rest.remove(best)
-    return tuple(order)
 
 
 __all__ = ["DeltaBiGJoin", "DeltaJob"]

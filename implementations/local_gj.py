@@ -9,6 +9,8 @@ import time
 import numpy as np
 from numba import njit
 
+from harness.query import in_query_order
+
 from .base import Implementation, Outcome, RunCancelled
 from .csr import build_csr, dense_vertices, intersect, vertex_ranks
 from .csr import contains as _contains
@@ -272,6 +274,4 @@ class LocalGenericJoin(Implementation):
     def matches(self, limit: int) -> list[tuple]:
         count, out, _ = self._run(limit)
         spec = self.ctx.spec
-        where = [spec.attribute_order.index(a) for a in spec.query.attributes]
-        rows = self.ids[out[: min(count, limit)]]
-        return [tuple(int(v) for v in row[where]) for row in rows]
+        return in_query_order(spec.query, spec.attribute_order, self.ids[out[: min(count, limit)]])

@@ -12,6 +12,7 @@ from itertools import islice
 from typing import NamedTuple
 
 from harness.errors import DataError
+from harness.query import in_query_order
 
 from .base import Implementation, Outcome, RunCancelled
 
@@ -88,5 +89,4 @@ class NestedLoop(Implementation):
 
     def matches(self, limit: int) -> list[tuple]:
         spec = self.ctx.spec
-        where = [spec.attribute_order.index(a) for a in spec.query.attributes]
-        return [tuple(match[i] for i in where) for match in islice(self._bindings(), limit)]
+        return in_query_order(spec.query, spec.attribute_order, islice(self._bindings(), limit))

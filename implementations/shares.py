@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from harness.errors import ExecutionError
+from harness.query import in_query_order
 
 from . import exchange, hypercube, local_gj
 from .base import Implementation, Outcome
@@ -192,8 +193,7 @@ class Shares(Implementation):
         found = np.concatenate([c[6] for c in cells]) if cells else np.zeros((0, self.plan.m), np.int64)
         rows = (self.ids[found] if self.ids is not None else found)[:limit]
         spec = self.ctx.spec
-        where = [spec.attribute_order.index(a) for a in spec.query.attributes]
-        return [tuple(int(v) for v in row[where]) for row in rows]
+        return in_query_order(spec.query, spec.attribute_order, rows)
 
     def matches_by_cell(self, limit: int) -> list[tuple[int, np.ndarray]]:
         """(cell, matches in attribute-order positions, as shipped values): for checking cell ownership."""
