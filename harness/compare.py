@@ -134,7 +134,7 @@ def _steps(cmp: Comparison, runner, graph, run_id: str) -> list[tuple[str, Calla
     for impl in (s for s in cmp.systems if s in PROJECT):
         limit = implementations.REGISTRY[impl].max_edges
         if limit is not None and graph.edges > limit:
-            steps.append((impl, lambda impl=impl, limit=limit: peers.skipped(impl, "-", f"counts graphs of up to {limit:,} edges")))
+            steps.append((impl, partial(peers.skipped, impl, "-", f"counts graphs of up to {limit:,} edges")))
             continue
         for w in (cmp.workers if impl == SWEPT else (cmp.spark_workers,)):
             label = impl if impl == BASELINE else f"{impl} W={w}"

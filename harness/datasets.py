@@ -198,7 +198,7 @@ class Graph:
     degrees: dict
     published: dict
     cache_hit: bool
-    df: DataFrame | None = None
+    df: DataFrame  # the canonical relation, cached in Spark
     relation: Path | None = None  # the relation's Parquet when it is not path/edges.parquet (a dynamic run's state)
     _edge_arrays: tuple | None = field(default=None, repr=False, compare=False)
 
@@ -236,6 +236,7 @@ def canonicalize(raw: DataFrame, semantics: str) -> tuple[DataFrame, dict]:
         F.count(F.lit(1)).alias("raw"),
         F.sum(F.when(F.col("src") == F.col("dst"), 1).otherwise(0)).alias("loops"),
     ).first()
+    assert stats is not None  # an aggregate without grouping has exactly one row
     raw_rows, loops = stats["raw"], stats["loops"] or 0
     vertices = raw.select(F.col("src").alias("v")).union(raw.select(F.col("dst").alias("v"))).distinct().count()
     if semantics == "directed":
@@ -260,6 +261,7 @@ def canonicalize(raw: DataFrame, semantics: str) -> tuple[DataFrame, dict]:
 
 def _fingerprint(df: DataFrame) -> str:
     row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64("src", "dst").cast("decimal(38,0)")).alias("h")).first()
+    assert row is not None  # an aggregate without grouping has exactly one row
     return f"{row['n']}:{row['h'] or 0}"
 
 
@@ -328,6 +330,14 @@ def _key_material(source: Source) -> tuple[str, str] | None:
     return None
 
 
+def _present_key_material(source: Source) -> tuple[str, str]:
+    """_key_material of a source `load` has found present (a generator spec always is)."""
+    material = _key_material(source)
+    if material is None:  # a file removed since load checked it
+        raise DataError(f"dataset '{source.name}': {source.location} not found")
+    return material
+
+
 def cached_semantics(source: Source) -> list[str]:
     """Semantics for which a canonical copy of `source` is in the cache (hashes the file)."""
     material = _key_material(source)
@@ -365,7 +375,7 @@ def load(spark: SparkSession, source: Source, semantics: str, partitions: int = 
     scratch = cache_root() / "links"
     if source.kind == "generator":
         kind, params = generators.parse_spec(source.location)
-        digest, of = _key_material(source)
+        digest, of = _present_key_material(source)
         meta = {"name": source.name, "source": source.location, "sha256": digest, "sha256_of": of, "published": source.published}
         return _materialize(spark, digest, semantics, lambda: generators.generate(spark, kind, params, partitions), meta, partitions)
     path = Path(source.location)
@@ -375,7 +385,7 @@ def load(spark: SparkSession, source: Source, semantics: str, partitions: int = 
     if not path.exists():
         raise DataError(f"edge file {path}: not found")
     fmt = source.fmt or edgelist.detect_format(path)
-    digest, of = _key_material(source)
+    digest, of = _present_key_material(source)
     meta = {"name": source.name, "source": str(path), "sha256": digest, "sha256_of": of, "format": fmt, "published": source.published}
     return _materialize(spark, digest, semantics, lambda: edgelist.read_edges(spark, path, fmt, scratch), meta, partitions)
 

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import datasets
 from .errors import DataError
 from .query import JoinSpec
 
+if TYPE_CHECKING:
+    from implementations import Implementation
 
-def implementation(name: str | None) -> type | None:
+
+def implementation(name: str | None) -> type[Implementation] | None:
     """The registered implementation `params.recompute` names; None when there is no recompute."""
     if name is None:
         return None
@@ -25,7 +29,7 @@ def implementation(name: str | None) -> type | None:
         raise DataError(f"params.recompute: {exc}") from None
 
 
-def on_state(impl_cls: type, spark, state: Path, spec: JoinSpec, name: str, workers: int) -> dict:
+def on_state(impl_cls: type[Implementation], spark, state: Path, spec: JoinSpec, name: str, workers: int) -> dict:
     """{count, seconds}: a fresh `impl_cls` prepares and counts the graph at `state`, with arrangements
     of its own, which are removed afterwards (nothing else shares them)."""
     from implementations import RunContext

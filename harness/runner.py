@@ -9,6 +9,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import datasets, dynamic, recompute, results, store, updates
 from . import spark as spark_factory
@@ -20,6 +21,9 @@ from .params import Param, resolve
 from .query import JoinSpec, Query, load_query, make_join_spec
 from .spark_floor import floor_seconds
 from .verify import ORACLE_CHOICES
+
+if TYPE_CHECKING:
+    from implementations import Implementation, Outcome
 
 # Parameters the harness itself reads from a run's params; every other key is the implementation's.
 RUN_PARAMS = (
@@ -59,13 +63,22 @@ class RunRequest:
     spark_floor: bool = False  # also time empty Spark jobs shaped like each phase's (time_breakdown.<phase>.spark_floor_s)
 
 
+def _query_name(query: str | dict | Query) -> str | None:
+    """The query's name as the request gives it: a built-in's or file's name, a spec's `name`."""
+    if isinstance(query, Query):
+        return query.name
+    if isinstance(query, dict):
+        return query.get("name")
+    return str(query)
+
+
 def _new_record(req: RunRequest) -> dict:
     """The result record before anything ran: every field present, filled from the request."""
     return {
         "schema_version": results.SCHEMA_VERSION, "run_id": results.new_run_id(), "timestamp": results.now_iso(),
         "git": results.git_info(), "machine": results.machine_info(),
         "workload": req.workload, "trial": req.trial, "semantics": req.semantics,
-        "query": {"name": str(req.query)} if not isinstance(req.query, (dict, Query)) else {"name": getattr(req.query, "name", None) or req.query.get("name")},
+        "query": {"name": _query_name(req.query)},
         "dataset": {"name": req.dataset}, "implementation": req.impl,
         "params": {"workers": req.workers, **req.params}, "status": None, "error": None,
         "allow_unverified": req.allow_unverified, "timeout_expected": req.timeout_expected,
@@ -81,18 +94,7 @@ class _Run:
     req: RunRequest
     started: float  # wall_s counts from here (reset once the Spark session has started)
     record: dict
-    impl_cls: type | None = None
-    run_params: dict = field(default_factory=dict)  # the harness's own (RUN_PARAMS), typed
-    impl_params: dict = field(default_factory=dict)  # the implementation's, as given
-    recompute: type | None = None  # the implementation params.recompute names
-    spec: JoinSpec | None = None
-    source: datasets.Source | None = None
-    graph: datasets.Graph | None = None
-    stream: updates.UpdateStream | None = None
-    workdir: Path | None = None
-    impl: object | None = None
-    outcome: object | None = None
-    window_start: float | None = None
+    workdir: Path | None = None  # a dynamic run's scratch for its stream, removed when the run ends
 
     @property
     def run_id(self) -> str:
@@ -104,6 +106,27 @@ class _Run:
         return [f"{self.run_id}:index", f"{self.run_id}:query", f"{self.run_id}:updates"]
 
 
+@dataclass
+class _Plan:
+    """What the check step resolved from the request, before Spark starts."""
+
+    impl_cls: type[Implementation]
+    run_params: dict  # the harness's own (RUN_PARAMS), typed
+    impl_params: dict  # the implementation's, as given
+    recompute: type[Implementation] | None  # the implementation params.recompute names
+    spec: JoinSpec
+    source: datasets.Source
+
+
+@dataclass
+class _Loaded:
+    """What the load step built: the graph, a dynamic run's update stream, and the implementation on them."""
+
+    graph: datasets.Graph
+    stream: updates.UpdateStream | None
+    impl: Implementation
+
+
 class Runner:
     """Holds one Spark session and the graphs loaded so far (a workload loads each dataset once)."""
 
@@ -111,7 +134,7 @@ class Runner:
         self.master = master
         self.initial_workers = workers
         self._spark = None
-        self._counters = None
+        self._counters: SparkCounters | None = None
         self._graphs: dict[tuple[str, str, str], tuple[datasets.Graph, float]] = {}
         self._arrangements: dict[tuple[str, str, str], dict] = {}  # indices built per graph, shared by runs
         self._oracle_answers: dict = {}  # an oracle's answer on a graph serves every implementation run on it
@@ -123,6 +146,14 @@ class Runner:
             self._counters = SparkCounters(self._spark)
         return self._spark
 
+    @property
+    def counters(self) -> SparkCounters:
+        """Tags Spark jobs with job groups and reads their counters; starts the session if need be."""
+        spark = self.spark
+        if self._counters is None:  # SparkCounters failed when the session started: fail the same way
+            self._counters = SparkCounters(spark)
+        return self._counters
+
     def graph(self, source: datasets.Source, semantics: str, workers: int) -> tuple[datasets.Graph, float, bool]:
         """(graph, load seconds, reused) — reused graphs report the load time of their first use."""
         key = (source.kind, source.location, semantics)
@@ -130,7 +161,7 @@ class Runner:
             graph, load_s = self._graphs[key]
             return graph, load_s, True
         start = time.perf_counter()
-        with self._counters.job_group(f"load:{source.name}"):
+        with self.counters.job_group(f"load:{source.name}"):
             graph = datasets.load(self.spark, source, semantics, partitions=workers)
         load_s = time.perf_counter() - start
         self._graphs[key] = (graph, load_s)
@@ -141,11 +172,11 @@ class Runner:
         measure, verify. Every failure becomes a status in the record, which is always complete."""
         run = _Run(req, time.perf_counter(), _new_record(req))
         try:
-            self._check(run)
-            self._load(run)
-            self._prepare_and_count(run)
-            self._measure(run)
-            self._verify(run)
+            plan = self._check(run)
+            loaded = self._load(run, plan)
+            window_start, outcome = self._prepare_and_count(run, plan, loaded)
+            self._measure(run, outcome, window_start)
+            self._verify(run, plan, loaded)
         except HarnessError as exc:
             run.record["status"] = exc.status
             run.record["error"] = str(exc)
@@ -161,7 +192,7 @@ class Runner:
         self._finish(run)
         return run.record
 
-    def _check(self, run: _Run) -> None:
+    def _check(self, run: _Run) -> _Plan:
         """Check every name and parameter of the request before Spark starts; resolve the join spec."""
         from implementations import get as get_impl
 
@@ -172,26 +203,26 @@ class Runner:
             raise DataError(f"unknown oracle '{req.oracle}' (expected one of {', '.join(choices)})")
         if req.workers < 1:
             raise DataError(f"workers must be at least 1, got {req.workers}")
-        run.impl_cls = get_impl(req.impl)
-        if stream_spec is not None and not run.impl_cls.maintains_updates:
+        impl_cls = get_impl(req.impl)
+        if stream_spec is not None and not impl_cls.maintains_updates:
             raise DataError(f"--updates: {req.impl} does not maintain counts under updates ({_maintainers()})")
-        run.run_params, run.impl_params = split_params(run.impl_cls, req.params)
-        run.recompute = recompute.implementation(run.run_params["recompute"])
+        run_params, impl_params = split_params(impl_cls, req.params)
+        recompute_cls = recompute.implementation(run_params["recompute"])
         query, options = load_query(req.query)
-        run.spec = spec = make_join_spec(query, req.semantics, req.attribute_order, **options)
+        spec = make_join_spec(query, req.semantics, req.attribute_order, **options)
         record["query"] = {
             "name": query.name, "pattern": query.describe(), "attributes": list(query.attributes),
             "attribute_order": list(spec.attribute_order), "less_than": [list(p) for p in spec.less_than],
             "distinct": [list(p) for p in spec.distinct],
         }
-        run.source = datasets.resolve(req.dataset)
+        return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, datasets.resolve(req.dataset))
 
-    def _load(self, run: _Run) -> None:
+    def _load(self, run: _Run, plan: _Plan) -> _Loaded:
         """Start Spark (reported apart, outside wall_s), load the graph, the driver's edge arrays and the
         update stream, and build the implementation on them."""
         from implementations import RunContext
 
-        req, record, metrics, source = run.req, run.record, run.record["metrics"], run.source
+        req, record, metrics, source = run.req, run.record, run.record["metrics"], plan.source
         if self._spark is None:  # session start-up is reported on its own, outside wall_s
             session_start = time.perf_counter()
             _ = self.spark  # starts the session
@@ -200,44 +231,48 @@ class Runner:
         spark = self.spark
         spark_factory.set_workers(spark, req.workers)
         record["spark"] = {"master": spark.sparkContext.master, "version": spark.version, "app_id": spark.sparkContext.applicationId}
-        run.graph, load_s, reused = self.graph(source, req.semantics, req.workers)
-        record["dataset"] = run.graph.describe()
+        graph, load_s, reused = self.graph(source, req.semantics, req.workers)
+        record["dataset"] = graph.describe()
         metrics.update(load_s=round(load_s, 4), load_reused=reused)
-        if run.impl_cls.driver_edges:
+        if plan.impl_cls.driver_edges:
             started_driver_load = time.perf_counter()
-            reused_arrays = run.graph.edge_arrays_read
-            run.graph.edge_arrays()
+            reused_arrays = graph.edge_arrays_read
+            graph.edge_arrays()
             metrics.update(driver_load_s=round(time.perf_counter() - started_driver_load, 4), driver_load_reused=reused_arrays)
         arrangements = self._arrangements.setdefault((source.kind, source.location, req.semantics), {})
-        if run.run_params["updates"] is not None:  # the initial graph is a set of directed edges in every semantics
+        stream = None
+        if plan.run_params["updates"] is not None:  # the initial graph is a set of directed edges in every semantics
             directed, _, _ = self.graph(source, "directed", req.workers)
-            run.workdir = store.new_scratch("stream")  # Spark's tasks write it: the store, not /tmp
-            with self._counters.job_group(f"load:{source.name}"):
-                run.stream = updates.load_stream(spark, run.run_params["updates"], directed.df, run.workdir)
-        run.impl = run.impl_cls(RunContext(spark, run.graph, run.spec, req.workers, run.impl_params, arrangements, run.stream))
+            run.workdir = workdir = store.new_scratch("stream")  # Spark's tasks write it: the store, not /tmp
+            with self.counters.job_group(f"load:{source.name}"):
+                stream = updates.load_stream(spark, plan.run_params["updates"], directed.df, workdir)
+        impl = plan.impl_cls(RunContext(spark, graph, plan.spec, req.workers, plan.impl_params, arrangements, stream))
+        return _Loaded(graph, stream, impl)
 
-    def _prepare_and_count(self, run: _Run) -> None:
-        """Time prepare (index_s) and count (query_s), then any update batches, under the memory sampler."""
-        req, record, metrics, impl = run.req, run.record, run.record["metrics"], run.impl
+    def _prepare_and_count(self, run: _Run, plan: _Plan, loaded: _Loaded) -> tuple[float, Outcome]:
+        """Time prepare (index_s) and count (query_s), then any update batches, under the memory sampler.
+        Returns when the run's window of Spark counters opened (epoch seconds) and count's outcome."""
+        req, record, metrics, impl = run.req, run.record, run.record["metrics"], loaded.impl
         deadline = None if req.timeout_s is None else time.perf_counter() + req.timeout_s
-        run.window_start = time.time()
+        window_start = time.time()
         with MemorySampler(self.spark) as memory:
             metrics["memory"] = memory  # its report replaces it once it has stopped
             index_s, _ = self.timed(f"{run.run_id}:index", impl.prepare, deadline, impl.ctx.cancelled)
-            query_s, run.outcome = self.timed(f"{run.run_id}:query", impl.count, deadline, impl.ctx.cancelled)
+            query_s, outcome = self.timed(f"{run.run_id}:query", impl.count, deadline, impl.ctx.cancelled)
             metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=impl.index_reused)
             metrics["wall_s"] = round(time.perf_counter() - run.started, 4)
-            record["count"] = int(run.outcome.count)
-            record["logical"] = run.outcome.counters
-            if run.stream is not None:
-                self._run_batches(run, deadline, memory)
+            record["count"] = int(outcome.count)
+            record["logical"] = outcome.counters
+            if loaded.stream is not None:
+                self._run_batches(run, plan, impl, loaded.stream, deadline, memory)
         metrics["memory"] = memory.report()
+        return window_start, outcome
 
-    def _measure(self, run: _Run) -> None:
+    def _measure(self, run: _Run, outcome: Outcome, window_start: float) -> None:
         """Spark's counters for the run's window, the time breakdown (and Spark floors), and the
         implementation's own metrics, which may not replace the harness's."""
-        req, metrics, outcome = run.req, run.record["metrics"], run.outcome
-        metrics.update(self._counters.collect(run.phase_groups, since=run.window_start))
+        req, metrics = run.req, run.record["metrics"]
+        metrics.update(self.counters.collect(run.phase_groups, since=window_start))
         metrics["time_breakdown"] = time_breakdown(metrics, outcome.metrics.get("python_task_s"))
         for phase, breakdown in metrics["time_breakdown"].items() if req.spark_floor else ():
             shape = metrics["spark_stages_per_job"][phase]
@@ -248,22 +283,22 @@ class Runner:
             raise ExecutionError(f"{req.impl} reports metric '{clash[0]}', which the harness already measures")
         metrics.update(outcome.metrics)
 
-    def _verify(self, run: _Run) -> None:
+    def _verify(self, run: _Run, plan: _Plan, loaded: _Loaded) -> None:
         """Check the count with the chosen oracle (a dynamic run: the batch recounts' verdict) and set the status."""
         from .verify import verify
 
         req, record = run.req, run.record
 
         def fetch(limit: int) -> list[tuple]:
-            with self._counters.job_group(f"{run.run_id}:verify"):
-                return run.impl.matches(limit)
+            with self.counters.job_group(f"{run.run_id}:verify"):
+                return loaded.impl.matches(limit)
 
-        if run.stream is not None:  # verified batch by batch
+        if loaded.stream is not None:  # verified batch by batch
             disagrees = record["oracle"]["agrees"] is False
             record["unverified_reason"] = None if record["verified"] or disagrees else record["oracle"].get("reason")
         else:
-            graph = run.graph
-            check = verify(graph.published, graph.parquet_glob(), graph.edges, run.spec, record["count"], fetch,
+            graph = loaded.graph
+            check = verify(graph.published, graph.parquet_glob(), graph.edges, plan.spec, record["count"], fetch,
                            req.oracle, req.oracle_timeout_s, answers=self._oracle_answers)
             disagrees = check.pop("disagrees")
             record.update(check)
@@ -279,25 +314,27 @@ class Runner:
                 metrics.update(self._counters.collect(run.phase_groups, settle_s=5))
         metrics.setdefault("wall_s", round(time.perf_counter() - run.started, 4))
 
-    def _run_batches(self, run: _Run, deadline: float | None, memory: MemorySampler) -> None:
+    def _run_batches(self, run: _Run, plan: _Plan, impl: Implementation, stream: updates.UpdateStream,
+                     deadline: float | None, memory: MemorySampler) -> None:
         """Apply the stream batch by batch (each timed), recounting the graph with an oracle after each
         one. With params `recompute: NAME`, a fresh run of registered implementation NAME on each state
         is timed too (the recompute an update saves); its count is agreement, not verification."""
-        req, record, impl, stream, run_id = run.req, run.record, run.impl, run.stream, run.run_id
+        req, record, run_id, workdir = run.req, run.record, run.run_id, run.workdir
+        assert workdir is not None  # _load wrote the stream there
         metrics = record["metrics"]
-        pattern = Pattern.of(run.spec.query, run.spec.semantics)
+        pattern = Pattern.of(plan.spec.query, plan.spec.semantics)
 
         def recount(name: str) -> dict:
-            with memory.paused(), self._counters.job_group(f"{run_id}:verify"):
+            with memory.paused(), self.counters.job_group(f"{run_id}:verify"):
                 return dynamic.recount(reference, pattern, req.oracle, req.oracle_timeout_s, name)
 
         def recompute_state(name: str) -> dict | None:
-            if run.recompute is None:
+            if plan.recompute is None:
                 return None
-            with memory.paused(), self._counters.job_group(f"{run_id}:recompute"):
-                return recompute.on_state(run.recompute, self.spark, reference.export(name), run.spec, name, req.workers)
+            with memory.paused(), self.counters.job_group(f"{run_id}:recompute"):
+                return recompute.on_state(plan.recompute, self.spark, reference.export(name), plan.spec, name, req.workers)
 
-        reference = dynamic.Reference(stream, run.workdir, req.semantics)
+        reference = dynamic.Reference(stream, workdir, req.semantics)
         try:
             initial = recount("initial")
             initial.update(count=record["count"], agrees=None if initial["oracle_count"] is None else initial["oracle_count"] == record["count"])
@@ -316,7 +353,7 @@ class Runner:
         recounts = [e["recompute_agrees"] for e in entries if "recompute_agrees" in e]
         record.update(count=count, initial=initial, batches=entries, checks=[check], oracle=check,
                       verified=check["status"] == "ok" and bool(check["agrees"]),
-                      agreement=None if not recounts else recompute.agreement(run.recompute.name, recounts))
+                      agreement=recompute.agreement(plan.recompute.name, recounts) if plan.recompute and recounts else None)
         metrics.update(batches=len(entries), updates_s=round(total_s, 4),
                        updates_per_s=round(sum(e["updates"] for e in entries) / total_s, 1) if total_s else None,
                        output_changes_per_s=round(sum(e["output_changes"] for e in entries) / total_s, 1) if total_s else None,
@@ -330,7 +367,7 @@ class Runner:
         box: dict = {}
 
         def target():
-            with self._counters.job_group(group):
+            with self.counters.job_group(group):
                 try:
                     box["value"] = fn()
                 except BaseException as exc:
@@ -342,7 +379,7 @@ class Runner:
         thread.join(None if deadline is None else max(0.0, deadline - time.perf_counter()))
         if thread.is_alive():
             timed_out_s = time.perf_counter() - start
-            self._counters.cancel(group)
+            self.counters.cancel(group)
             if cancelled is not None:
                 cancelled.set()
             thread.join(60)
