@@ -33,14 +33,15 @@ $(LINT_STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,lint]'
 	@touch $(LINT_STAMP)
 
-# ruff over the code and the tests, mypy (check_untyped_defs) over harness/ and implementations/;
-# both are configured in pyproject.toml. CI runs only `make ruff` until mypy is clean again after the
-# runner's redesign (issue 21).
+# ruff (lint and format) over the code and the tests; mypy (check_untyped_defs) and pylint's
+# duplicate-code check (6 similar lines) over harness/ and implementations/. Configured in pyproject.toml.
 lint: ruff
 	$(PY) -m mypy
+	$(PY) -m pylint harness implementations
 
 ruff: $(LINT_STAMP)
 	$(PY) -m ruff check harness implementations tests
+	$(PY) -m ruff format --check harness implementations tests
 
 bench: java $(STAMP)
 	$(PY) -m harness bench $(WORKLOAD) $(TIER_FLAG) $(MASTER_FLAG) $(FROM_FLAG)
