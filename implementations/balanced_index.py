@@ -19,10 +19,9 @@ import numpy as np
 from harness import store
 
 from . import distributed_index, exchange
-from .csr import locate_sorted
 from .distributed_index import PartitionedIndex
 from .exchange import BlobKind
-from .keys import edge_code
+from .keys import edge_code, find_sorted
 
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
@@ -49,14 +48,6 @@ def resolver_owner(codes: np.ndarray, workers: int) -> np.ndarray:
 
 def edge_owner(codes: np.ndarray, workers: int) -> np.ndarray:
     return pair_owner(codes >> 32, codes & 0xFFFFFFFF, workers)
-
-
-def _find(sorted_codes: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(position, found) of each code in a sorted array. Lookups arrive sorted (deduplicated by
-    their requester), so they gallop through the index in one pass (csr.locate_sorted)."""
-    if len(codes) > 1 and (codes[1:] < codes[:-1]).any():
-        raise ValueError("lookups must arrive in ascending order")
-    return locate_sorted(sorted_codes, codes.astype(sorted_codes.dtype, copy=False))
 
 
 @dataclass
@@ -184,16 +175,16 @@ class Partition:
 
     def counts(self, keys: np.ndarray) -> np.ndarray:
         """(n, 2) forward and reverse list sizes of each key (0, 0 for a key with no lists)."""
-        at, hit = _find(self.count_keys, keys)
+        at, hit = find_sorted(self.count_keys, keys)
         out = np.zeros((len(keys), 2), dtype=np.int32)
         out[hit] = self.degrees[:, at[hit]].T
         return out
 
     def resolve(self, codes: np.ndarray) -> np.ndarray:
-        at, found = _find(self.resolver_codes, codes)
+        at, found = find_sorted(self.resolver_codes, codes)
         if not found.all():
             raise ValueError("an extension-resolver lookup names a position outside its list")
         return np.asarray(self.resolver_values[at], dtype=np.int32)
 
     def contains(self, codes: np.ndarray) -> np.ndarray:
-        return _find(self.edges, codes)[1].astype(np.int8)
+        return find_sorted(self.edges, codes)[1].astype(np.int8)

@@ -1,9 +1,11 @@
-"""Which worker owns a key, and how an edge becomes one sortable int64: one definition of each, for the
-numba kernels and the driver alike."""
+"""Which worker owns a key, how an edge becomes one sortable int64, and how a batch of codes is found in
+a sorted array: one definition of each, for the numba kernels and the driver alike."""
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from .csr import locate_sorted
 
 
 @njit(cache=True)
@@ -29,3 +31,15 @@ def partition_of(keys: np.ndarray, workers: int) -> np.ndarray:
 def edge_code(src, dst) -> np.ndarray:
     """(src, dst) as src << 32 | dst: sorts like the pair, and unpacks with >> 32 and & 0xFFFFFFFF."""
     return (np.asarray(src, np.int64) << 32) | np.asarray(dst, np.int64)
+
+
+def find_sorted(sorted_codes: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(position, found) of each code (cast to sorted_codes' dtype) in an ascending array, position its
+    lower bound: in one galloping pass (csr.locate_sorted) when the codes ascend, else np.searchsorted."""
+    codes = codes.astype(sorted_codes.dtype, copy=False)
+    if len(codes) < 2 or not (codes[1:] < codes[:-1]).any():
+        return locate_sorted(sorted_codes, codes)
+    at = np.searchsorted(sorted_codes, codes)
+    found = at < len(sorted_codes)
+    found[found] = sorted_codes[at[found]] == codes[found]
+    return at, found

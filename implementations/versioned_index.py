@@ -36,7 +36,7 @@ from .csr import lower_bound
 from .distributed_index import LIST_FILES, NO_CHANGES, mapped, readonly
 from .exchange import BlobKind
 from .extension_kernels import Changes, IndexPartition, Lists
-from .keys import edge_code, partition_of
+from .keys import edge_code, find_sorted, partition_of
 
 LOW32 = np.int64(0xFFFFFFFF)
 # Per-worker counters of one batch (of the pairs homed there).
@@ -236,14 +236,6 @@ def seeds_dir(root, k: int) -> str:
     return os.path.join(str(root), f"seeds-{k}")
 
 
-def _lookup(sorted_codes: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(found, position) of each code in a sorted array."""
-    i = np.searchsorted(sorted_codes, codes)
-    found = i < len(sorted_codes)
-    found[found] = sorted_codes[i[found]] == codes[found]
-    return found, i
-
-
 class EdgeSet:
     """The directed pairs homed at one worker: a sorted base plus changed pairs with their presence."""
 
@@ -256,14 +248,14 @@ class EdgeSet:
             self.codes, self.present = np.zeros(0, np.int64), np.zeros(0, np.bool_)
 
     def contains(self, codes: np.ndarray) -> np.ndarray:
-        changed, i = _lookup(self.codes, codes)
-        out = _lookup(self.base, codes)[0]
+        i, changed = find_sorted(self.codes, codes)
+        out = find_sorted(self.base, codes)[1]
         out[changed] = self.present[i[changed]]
         return out
 
     def updated(self, codes: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The changed pairs after setting `codes` (sorted, unique) to `present`."""
-        keep = ~_lookup(codes, self.codes)[0]
+        keep = ~find_sorted(codes, self.codes)[1]
         all_codes = np.concatenate([self.codes[keep], codes])
         order = np.argsort(all_codes, kind="stable")
         return all_codes[order], np.concatenate([self.present[keep], present])[order]
@@ -306,7 +298,7 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
                     (after & ~before & mine).sum(), (~after & before & mine).sum())
     changed_codes, changed_present = edges.updated(touched, after)
     if compact:  # fold every change into a new base
-        base = np.union1d(np.asarray(edges.base)[~_lookup(changed_codes, edges.base)[0]], changed_codes[changed_present])
+        base = np.union1d(np.asarray(edges.base)[~find_sorted(changed_codes, edges.base)[1]], changed_codes[changed_present])
         _save(os.path.join(root, f"edges-{k}"), **{f"p{p}": base})
         changed_codes, changed_present = changed_codes[:0], changed_present[:0]
     store.save_array(os.path.join(root, f"changed-{k}", f"p{p}.npz"), None, codes=changed_codes, present=changed_present)
@@ -335,7 +327,7 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
 
 def _lookup_state(touched: np.ndarray, state: np.ndarray, codes: np.ndarray, edges: EdgeSet) -> np.ndarray:
     """Presence of `codes`: their state in this batch if touched, else as before the batch."""
-    found, i = _lookup(touched, codes)
+    i, found = find_sorted(touched, codes)
     out = edges.contains(codes)
     out[found] = state[i[found]]
     return out

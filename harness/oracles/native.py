@@ -21,27 +21,20 @@ from numba import njit
 from . import edges as edge_arrays
 
 
-@njit(cache=True)
 def oriented_lists(src, dst, n):
     """(offsets, forward): CSR of the oriented graph over ranks 0..n-1, rows sorted. Raises on a
     self-loop or a repeated edge (the input must be a simple undirected graph)."""
-    m = len(src)
-    degree = np.zeros(n, np.int64)
-    for i in range(m):
-        degree[src[i]] += 1
-        degree[dst[i]] += 1
-    top = 0
-    for v in range(n):
-        top = max(top, degree[v])
-    start = np.zeros(top + 2, np.int64)  # counting sort of the vertices by degree, stable in id
-    for v in range(n):
-        start[degree[v] + 1] += 1
-    for d in range(top + 1):
-        start[d + 1] += start[d]
+    degree = np.bincount(src, minlength=n) + np.bincount(dst, minlength=n)
+    by_rank = np.argsort(degree, kind="stable")  # vertices by (degree, id)
     rank = np.empty(n, np.int64)
-    for v in range(n):
-        rank[v] = start[degree[v]]
-        start[degree[v]] += 1
+    rank[by_rank] = np.arange(n, dtype=np.int64)
+    return _oriented(src, dst, rank)
+
+
+@njit(cache=True)
+def _oriented(src, dst, rank):
+    """oriented_lists given each vertex's rank."""
+    m, n = len(src), len(rank)
     low = np.empty(m, np.int64)
     high = np.empty(m, np.int64)
     offsets = np.zeros(n + 1, np.int64)
