@@ -336,22 +336,25 @@ def _lookup_state(touched: np.ndarray, state: np.ndarray, codes: np.ndarray, edg
 def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, values, kinds, diffs) -> list[bytes]:
     """Overlay k of worker p (after folding overlay k - 1 into base k if asked) and the seeds, from
     the net changes of its lists; returns its INDEX_STATS report."""
-    base = _load_lists(os.path.join(base_dir(root, b), f"p{p}"))
+    base = Lists(*_load_lists(os.path.join(base_dir(root, b), f"p{p}")))
     previous = _overlay(root, k - 1, p)
+    base_values = (base.forward, base.reverse)  # by row: 0 forward, 1 reverse
+    previous_values, previous_signs = (previous.forward, previous.reverse), (previous.forward_sign, previous.reverse_sign)
     if compact:
-        all_keys = np.union1d(base[0], previous[0]).astype(np.int32)
-        lists = [_merged(all_keys, base[0], base[1][row], base[2 + row], previous[0], previous[1][row],
-                         previous[2 + row], previous[4 + row]) for row in (0, 1)]
+        all_keys = np.union1d(base.keys, previous.keys).astype(np.int32)
+        lists = [_merged(all_keys, base.keys, base.offsets[row], base_values[row], previous.keys, previous.offsets[row],
+                         previous_values[row], previous_signs[row]) for row in (0, 1)]
         offsets = np.stack([_offsets(counts) for counts, _ in lists])
-        base = (all_keys, offsets, lists[0][1], lists[1][1])
+        base = Lists(all_keys, offsets, lists[0][1], lists[1][1])
         _save(os.path.join(base_dir(root, k), f"p{p}"), keys=all_keys, offsets=offsets, forward=lists[0][1], reverse=lists[1][1])
         previous = NO_CHANGES
     # The delta queries start here: every change with its key local (key, value, diff, 0 forward | 1 reverse).
     _save(os.path.join(root, f"seeds-{k}"), **{f"p{p}": np.stack([keys, values, diffs.astype(np.int32), kinds.astype(np.int32)])})
-    okeys = np.union1d(previous[0], keys).astype(np.int32)
+    okeys = np.union1d(previous.keys, keys).astype(np.int32)
     rows_new, rows_old, vals, signs = [], [], [], []
     for row in (0, 1):
-        counts, before, before_sign = _gather_changes(okeys, previous[0], previous[1][row], previous[2 + row], previous[4 + row])
+        counts, before, before_sign = _gather_changes(okeys, previous.keys, previous.offsets[row], previous_values[row],
+                                                      previous_signs[row])
         sel = kinds == row
         slot = np.concatenate([np.repeat(np.arange(len(okeys), dtype=np.int64), counts),
                                np.searchsorted(okeys, keys[sel]).astype(np.int64)])
@@ -368,7 +371,7 @@ def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, value
         signs.append(np.concatenate([net[kept], before_sign]))
     _save(os.path.join(root, f"overlay-{k}", f"p{p}"), keys=okeys, offsets=np.stack(rows_new + rows_old),
           forward=vals[0], reverse=vals[1], fsign=signs[0], rsign=signs[1])
-    sizes = np.array([len(base[0]), len(base[2]) + len(base[3]), len(okeys),
+    sizes = np.array([len(base.keys), len(base.forward) + len(base.reverse), len(okeys),
                       int(rows_new[0][-1] + rows_new[1][-1]), int(compact), _worker_bytes(root, p, k if compact else b, k)], np.int64)
     return [exchange.pack(BlobKind.INDEX_STATS, p, [sizes])]
 
