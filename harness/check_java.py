@@ -1,4 +1,5 @@
 """Check that Java 17+ is available for Spark 4 (stdlib only, so it runs before the venv exists)."""
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ allow_unverified, TIM too where the workload's expected_timeouts name the implem
 failure; compare exits 0 when the counts of the systems that completed agree and a system outside the
 project agreed, 1 when they differ, 2 on bad input or when fewer than two completed, 3 when they agree
 but nothing outside the project checked them (UNVERIFIED; 0 with --allow-unverified)."""
+
 from __future__ import annotations
 
 import argparse
@@ -31,13 +32,18 @@ def _report_failures(records: list[dict]) -> None:
     for r in records:
         if r["status"] == "UNVERIFIED":
             allowed = " (allowed: allow_unverified)" if r.get("allow_unverified") else ""
-            errors.print(f"[yellow]UNVERIFIED[/] {r['implementation']} {r['query'].get('name')} on {r['dataset'].get('name')}: "
-                         f"count {r['count']:,} not checked by anything independent: {r.get('unverified_reason')}{allowed}",
-                         soft_wrap=True)
+            errors.print(
+                f"[yellow]UNVERIFIED[/] {r['implementation']} {r['query'].get('name')} on {r['dataset'].get('name')}: "
+                f"count {r['count']:,} not checked by anything independent: {r.get('unverified_reason')}{allowed}",
+                soft_wrap=True,
+            )
         elif r["status"] != "OK":
             expected = " (expected by the workload)" if r["status"] == "TIM" and r.get("timeout_expected") else ""
-            errors.print(f"[red]{r['status']}[/] {r['implementation']} {r['query'].get('name')} on {r['dataset'].get('name')}: "
-                         f"{r.get('error') or 'count disagrees with an oracle'}{expected}", soft_wrap=True)
+            errors.print(
+                f"[red]{r['status']}[/] {r['implementation']} {r['query'].get('name')} on {r['dataset'].get('name')}: "
+                f"{r.get('error') or 'count disagrees with an oracle'}{expected}",
+                soft_wrap=True,
+            )
             for c in r.get("checks", []):
                 for ex in c.get("counterexamples", []):
                     errors.print(f"    {c['name']}: {ex['kind']} x{ex['times']}: {ex['match']}")
@@ -59,9 +65,17 @@ def cmd_run(args) -> int:
 
     params = {p.name: getattr(args, p.name) for p in _declared_params() if getattr(args, p.name) is not None}
     req = RunRequest(
-        query=args.query, dataset=args.dataset, impl=args.impl, workers=args.workers, semantics=args.semantics,
-        oracle=args.oracle, timeout_s=args.timeout, oracle_timeout_s=args.oracle_timeout, params=params,
-        attribute_order=tuple(args.order.split(",")) if args.order else None, allow_unverified=args.allow_unverified,
+        query=args.query,
+        dataset=args.dataset,
+        impl=args.impl,
+        workers=args.workers,
+        semantics=args.semantics,
+        oracle=args.oracle,
+        timeout_s=args.timeout,
+        oracle_timeout_s=args.oracle_timeout,
+        params=params,
+        attribute_order=tuple(args.order.split(",")) if args.order else None,
+        allow_unverified=args.allow_unverified,
     )
     record = Runner(args.master, args.workers).run(req)
     path = Path(args.json) if args.json else RESULTS_DIR / "runs" / f"run-{record['run_id']}.json"
@@ -117,8 +131,12 @@ def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
             records.append(record)
             name = f"{i:03d}-{_slug(req.impl)}-{_slug(str(record['query'].get('name')))}-{_slug(str(record['dataset'].get('name')))}-w{req.workers}-t{req.trial}.json"
             write_json_atomic(out_dir / name, record)
-            mark = {"OK": "[green]OK[/]", "UNVERIFIED": "[yellow]UNVERIFIED[/]"}.get(record["status"], f"[red]{record['status']}[/]")
-            progress.console.print(f"{label}: {mark} count={fmt_int(record.get('count'))} query_s={record['metrics'].get('query_s', '-')}")
+            mark = {"OK": "[green]OK[/]", "UNVERIFIED": "[yellow]UNVERIFIED[/]"}.get(
+                record["status"], f"[red]{record['status']}[/]"
+            )
+            progress.console.print(
+                f"{label}: {mark} count={fmt_int(record.get('count'))} query_s={record['metrics'].get('query_s', '-')}"
+            )
             progress.advance(task)
     return records
 
@@ -136,7 +154,9 @@ def _swap_in_real_graphs(wl, from_path: Path) -> None:
             wl.datasets[i] = real.name
             swapped.append(f"{name} -> {real.name}")
     if not swapped:
-        raise DataError(f"--from {from_path}: no dataset of workload '{wl.name}' is the twin of a real graph (registry key twin_of)")
+        raise DataError(
+            f"--from {from_path}: no dataset of workload '{wl.name}' is the twin of a real graph (registry key twin_of)"
+        )
     console.print(f"--from {from_path}: " + ", ".join(swapped))
 
 
@@ -148,16 +168,21 @@ def cmd_bench(args) -> int:
     out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-{_slug(wl.name)}"
     records = _execute(wl, args.master, out_dir)
     console.print(results_table(records, f"{wl.name} ({wl.tier} tier)"))
-    for extra in (logical_table(records, "logical counters (MPC model)"), shares_table(records, "Shares grid"),
-                  balance_table(records, "per-worker balance (BiGJoin family)"),
-                  delta_table(records, "delta throughput by batch size (Figure 6)")):
+    for extra in (
+        logical_table(records, "logical counters (MPC model)"),
+        shares_table(records, "Shares grid"),
+        balance_table(records, "per-worker balance (BiGJoin family)"),
+        delta_table(records, "delta throughput by batch size (Figure 6)"),
+    ):
         if extra is not None:
             console.print(extra)
     for line in summary_lines(records):
         console.print(line)
-    for plot in (plots.shares_w_sweep(records, out_dir / "shares-w-sweep.png"),
-                 plots.skew_crossover(records, out_dir / "skew-crossover.png"),
-                 plots.delta_throughput(records, out_dir / "delta-throughput.png")):
+    for plot in (
+        plots.shares_w_sweep(records, out_dir / "shares-w-sweep.png"),
+        plots.skew_crossover(records, out_dir / "skew-crossover.png"),
+        plots.delta_throughput(records, out_dir / "delta-throughput.png"),
+    ):
         if plot is not None:
             console.print(f"plot: {plot}")
     _report_failures(records)
@@ -180,7 +205,9 @@ def cmd_baseline(args) -> int:
     min_seconds = next(v for v in (args.min_seconds, wl.min_seconds, gate.DEFAULT_MIN_SECONDS) if v is not None)
     baseline = gate.make_baseline(name, args.workload, args.tier, records, threshold, min_seconds)
     write_json_atomic(path, baseline)
-    console.print(f"baseline: {path} ({len(baseline['runs'])} runs x {trials} trials, commit {str(baseline['git']['commit'])[:7]})")
+    console.print(
+        f"baseline: {path} ({len(baseline['runs'])} runs x {trials} trials, commit {str(baseline['git']['commit'])[:7]})"
+    )
     return 0
 
 
@@ -200,9 +227,17 @@ def cmd_gate(args) -> int:
         records = _execute(wl, args.master, out_dir)
     comparison = gate.compare(baseline, gate.summarize(records), machine_info(), args.threshold, args.timing, args.min_seconds)
     lines = gate.render(comparison, baseline, path, args.verbose)
-    write_json_atomic(out_dir / "gate.json", {"baseline": str(path), "exit_code": comparison.exit_code, "timing": args.timing,
-                                              "paired": args.paired, "same_machine": comparison.same_machine,
-                                              "findings": [vars(f) for f in comparison.findings]})
+    write_json_atomic(
+        out_dir / "gate.json",
+        {
+            "baseline": str(path),
+            "exit_code": comparison.exit_code,
+            "timing": args.timing,
+            "paired": args.paired,
+            "same_machine": comparison.same_machine,
+            "findings": [vars(f) for f in comparison.findings],
+        },
+    )
     for line in lines:
         console.print(line, markup=False, highlight=False)
     return comparison.exit_code
@@ -225,13 +260,17 @@ def cmd_cluster(args) -> int:
         isolated = not args.shared_tmp
         c = cluster.up(directory, args.hosts, args.cores, args.memory, args.port, args.webui_port, isolated=isolated)
         if isolated:
-            console.print(f"cluster: master {c.url} (UI {c.webui}), {args.hosts} hosts ({', '.join(c.worker_hosts)}) x "
-                          f"{args.cores} cores, each with a private /tmp, sharing the store {c.store} and the input datasets; run with "
-                          f"SPARK_MASTER={c.url} HARNESS_STORE={c.store}; stop with `make cluster-down`")
+            console.print(
+                f"cluster: master {c.url} (UI {c.webui}), {args.hosts} hosts ({', '.join(c.worker_hosts)}) x "
+                f"{args.cores} cores, each with a private /tmp, sharing the store {c.store} and the input datasets; run with "
+                f"SPARK_MASTER={c.url} HARNESS_STORE={c.store}; stop with `make cluster-down`"
+            )
         else:
-            console.print(f"cluster: master {c.url} (UI {c.webui}), {args.hosts} workers on {cluster.HOST} x {args.cores} "
-                          f"cores sharing every file; run with SPARK_MASTER={c.url} HARNESS_STORE=<a directory>; "
-                          f"stop with `make cluster-down`")
+            console.print(
+                f"cluster: master {c.url} (UI {c.webui}), {args.hosts} workers on {cluster.HOST} x {args.cores} "
+                f"cores sharing every file; run with SPARK_MASTER={c.url} HARNESS_STORE=<a directory>; "
+                f"stop with `make cluster-down`"
+            )
     elif args.action == "down":
         stopped = cluster.down(directory)
         console.print(f"cluster: stopped {len(stopped)} processes" if stopped else "cluster: not running")
@@ -243,11 +282,15 @@ def cmd_cluster(args) -> int:
 def cmd_compare(args) -> int:
     from . import compare
 
-    cmp = compare.plan(args.query, args.dataset, args.systems, args.semantics, args.workers, args.timeout,
-                       args.networkx_max_edges)
+    cmp = compare.plan(
+        args.query, args.dataset, args.systems, args.semantics, args.workers, args.timeout, args.networkx_max_edges
+    )
     run_id = new_run_id()
-    out_dir = Path(args.results) if args.results else (
-        RESULTS_DIR / "runs" / f"{run_id}-compare-{_slug(_query_label(args.query))}-{_slug(cmp.source.name)}")
+    out_dir = (
+        Path(args.results)
+        if args.results
+        else (RESULTS_DIR / "runs" / f"{run_id}-compare-{_slug(_query_label(args.query))}-{_slug(cmp.source.name)}")
+    )
     return compare.execute(cmp, args.master, out_dir, console, run_id, args.allow_unverified)
 
 
@@ -272,11 +315,16 @@ def _add_param_flags(parser: argparse.ArgumentParser) -> None:
 
     dynamic = [name for name, cls in REGISTRY.items() if cls.maintains_updates]
     for p in _declared_params():
-        readers = dynamic if p in RUN_PARAMS else [name for name, cls in REGISTRY.items() if p.name in {q.name for q in cls.params}]
-        default = "" if p.default is None else f"; default {p.default:,}" if isinstance(p.default, int) else f"; default {p.default}"
+        readers = (
+            dynamic if p in RUN_PARAMS else [name for name, cls in REGISTRY.items() if p.name in {q.name for q in cls.params}]
+        )
+        default = (
+            "" if p.default is None else f"; default {p.default:,}" if isinstance(p.default, int) else f"; default {p.default}"
+        )
         kind = {"action": argparse.BooleanOptionalAction} if p.type is bool else {"type": p.type}
-        parser.add_argument(p.flag, dest=p.name, default=None, **kind,
-                            help=f"{p.help} ({', '.join(readers)}{default})".replace("%", "%%"))
+        parser.add_argument(
+            p.flag, dest=p.name, default=None, **kind, help=f"{p.help} ({', '.join(readers)}{default})".replace("%", "%%")
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -296,8 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=2, help="logical workers = partitions of every exchange")
     run.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
     run.add_argument("--oracle", default="auto", help="auto | networkx | duckdb | graphblas | native | published | none")
-    run.add_argument("--allow-unverified", action="store_true",
-                     help="exit 0 even if nothing independent checked the count (the result still says UNVERIFIED)")
+    run.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        help="exit 0 even if nothing independent checked the count (the result still says UNVERIFIED)",
+    )
     run.add_argument("--oracle-timeout", type=float, default=600.0)
     run.add_argument("--timeout", type=float, default=None, help="seconds for index + query before TIM")
     run.add_argument("--order", default=None, help="attribute order, e.g. a1,a2,a3")
@@ -310,10 +361,17 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--tier", default=None, help="a tier defined in the workload (default: its base settings)")
     bench.add_argument("--results", default=None, help="directory for the run files")
     bench.add_argument("--trials", type=int, default=None, help="override the workload's trials")
-    bench.add_argument("--allow-unverified", action="store_true",
-                       help="exit 0 even if nothing independent checked some count (they still say UNVERIFIED)")
-    bench.add_argument("--from", dest="from_path", default=None,
-                       help="the real graph's file (e.g. soc-LiveJournal1.txt.gz): run on it instead of its twin")
+    bench.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        help="exit 0 even if nothing independent checked some count (they still say UNVERIFIED)",
+    )
+    bench.add_argument(
+        "--from",
+        dest="from_path",
+        default=None,
+        help="the real graph's file (e.g. soc-LiveJournal1.txt.gz): run on it instead of its twin",
+    )
     bench.set_defaults(fn=cmd_bench)
 
     base = sub.add_parser("baseline", parents=[common], help="record a regression baseline (clean tree only)")
@@ -321,23 +379,43 @@ def build_parser() -> argparse.ArgumentParser:
     base.add_argument("--tier", default=None)
     base.add_argument("--name", default=None, help="baseline name (default: the workload's): results/baselines/NAME.json")
     base.add_argument("--trials", type=int, default=3, help="trials per run (at least 3)")
-    base.add_argument("--threshold", type=float, default=None,
-                      help="time regression threshold stored with it (default: the workload's time_threshold, else 0.25 = 25%%)")
-    base.add_argument("--min-seconds", type=float, default=None,
-                      help="and the least slowdown in seconds that counts (default: the workload's min_seconds, else 0.5)")
+    base.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="time regression threshold stored with it (default: the workload's time_threshold, else 0.25 = 25%%)",
+    )
+    base.add_argument(
+        "--min-seconds",
+        type=float,
+        default=None,
+        help="and the least slowdown in seconds that counts (default: the workload's min_seconds, else 0.5)",
+    )
     base.set_defaults(fn=cmd_baseline)
 
-    gt = sub.add_parser("gate", parents=[common], help="rerun a baseline's workload and compare (exit 0 pass, 1 regression, 2 failure)")
-    gt.add_argument("--baseline", default=str(Path("results") / "baselines" / "gate.json"),
-                    help="a baseline written by `baseline` (default: results/baselines/gate.json)")
-    gt.add_argument("--timing", choices=["binding", "advisory"], default="binding",
-                    help="advisory: report slower runs without failing (shared CI machines)")
+    gt = sub.add_parser(
+        "gate", parents=[common], help="rerun a baseline's workload and compare (exit 0 pass, 1 regression, 2 failure)"
+    )
+    gt.add_argument(
+        "--baseline",
+        default=str(Path("results") / "baselines" / "gate.json"),
+        help="a baseline written by `baseline` (default: results/baselines/gate.json)",
+    )
+    gt.add_argument(
+        "--timing",
+        choices=["binding", "advisory"],
+        default="binding",
+        help="advisory: report slower runs without failing (shared CI machines)",
+    )
     gt.add_argument("--threshold", type=float, default=None, help="override the baseline's time threshold")
     gt.add_argument("--min-seconds", type=float, default=None, help="override the baseline's least slowdown that counts")
     gt.add_argument("--verbose", action="store_true", help="show every check, not only the flagged ones")
     gt.add_argument("--results", default=None, help="directory for the run files and gate.json")
-    gt.add_argument("--paired", action="store_true",
-                    help="also rerun the baseline's commit here, alternating trials, and compare times with those")
+    gt.add_argument(
+        "--paired",
+        action="store_true",
+        help="also rerun the baseline's commit here, alternating trials, and compare times with those",
+    )
     gt.set_defaults(fn=cmd_gate)
 
     rep = sub.add_parser("report", help="tables and plots of the recorded runs (Markdown page + PNG)")
@@ -345,34 +423,58 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", default=str(RESULTS_DIR / "report"), help="where index.md and the plots go")
     rep.set_defaults(fn=cmd_report)
 
-    cl = sub.add_parser("cluster", help="start/stop a Spark standalone master (127.0.0.1) and workers, each on a "
-                                        "loopback address of its own with a private /tmp (unshare -m)")
+    cl = sub.add_parser(
+        "cluster",
+        help="start/stop a Spark standalone master (127.0.0.1) and workers, each on a "
+        "loopback address of its own with a private /tmp (unshare -m)",
+    )
     cl.add_argument("action", choices=["up", "down", "status"])
     cl.add_argument("--dir", default=None, help="state, logs and the hosts' private directories (default: .cluster/)")
-    cl.add_argument("--hosts", "--workers", type=int, default=2, dest="hosts",
-                    help="workers, on 127.0.0.2, 127.0.0.3, ... (the store: HARNESS_STORE, else <dir>-store)")
-    cl.add_argument("--shared-tmp", action="store_true",
-                    help="the old single-machine cluster: every worker on 127.0.0.1, sharing /tmp and the checkout")
+    cl.add_argument(
+        "--hosts",
+        "--workers",
+        type=int,
+        default=2,
+        dest="hosts",
+        help="workers, on 127.0.0.2, 127.0.0.3, ... (the store: HARNESS_STORE, else <dir>-store)",
+    )
+    cl.add_argument(
+        "--shared-tmp",
+        action="store_true",
+        help="the old single-machine cluster: every worker on 127.0.0.1, sharing /tmp and the checkout",
+    )
     cl.add_argument("--cores", type=int, default=1, help="cores each worker offers")
     cl.add_argument("--memory", default="6g", help="memory each worker offers to executors")
     cl.add_argument("--port", type=int, default=7077)
     cl.add_argument("--webui-port", type=int, default=8080, help="the master's UI; workers use the next ports")
     cl.set_defaults(fn=cmd_cluster)
 
-    cmp = sub.add_parser("compare", parents=[common],
-                         help="every implementation and the peer systems (DuckDB, Kuzu, networkx, GraphX) on one graph "
-                              "(exit 0 counts agree and an outside system agreed, 1 they differ, 2 bad input, 3 unverified)")
+    cmp = sub.add_parser(
+        "compare",
+        parents=[common],
+        help="every implementation and the peer systems (DuckDB, Kuzu, networkx, GraphX) on one graph "
+        "(exit 0 counts agree and an outside system agreed, 1 they differ, 2 bad input, 3 unverified)",
+    )
     cmp.add_argument("--query", required=True, help="built-in name, pattern string (a-b,b-c,a-c) or YAML path")
     cmp.add_argument("--dataset", required=True, help="registry name, generator spec (rmat:scale=12) or edge-list path")
     cmp.add_argument("--systems", default=None, help=f"comma list to restrict to (default: all: {', '.join(compare.SYSTEMS)})")
     cmp.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
-    cmp.add_argument("--workers", default="1,2", help="W values for bigjoin (the COST sweep); the other Spark systems run at the largest")
+    cmp.add_argument(
+        "--workers", default="1,2", help="W values for bigjoin (the COST sweep); the other Spark systems run at the largest"
+    )
     cmp.add_argument("--timeout", type=float, default=1800.0, help="seconds per system before TIM")
-    cmp.add_argument("--networkx-max-edges", type=int, default=None,
-                     help="skip networkx above this many edges (default: the oracles' auto limit)")
+    cmp.add_argument(
+        "--networkx-max-edges",
+        type=int,
+        default=None,
+        help="skip networkx above this many edges (default: the oracles' auto limit)",
+    )
     cmp.add_argument("--results", default=None, help="directory for compare.json and compare.md")
-    cmp.add_argument("--allow-unverified", action="store_true",
-                     help="exit 0 when the counts agree but no system outside the project took part (still UNVERIFIED)")
+    cmp.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        help="exit 0 when the counts agree but no system outside the project took part (still UNVERIFIED)",
+    )
     cmp.set_defaults(fn=cmd_compare)
 
     ds = sub.add_parser("datasets", parents=[common], help="list, fetch, verify datasets; make update streams")

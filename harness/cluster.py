@@ -9,6 +9,7 @@ worker on 127.0.0.1, seeing the same files.
 
 State (pids, URLs, logs, the workers' private directories) lives in one directory (default .cluster/),
 so `down` stops exactly what `up` started, executors and their Python workers included."""
+
 from __future__ import annotations
 
 import contextlib
@@ -110,22 +111,42 @@ def _port_free(port: int) -> bool:
 
 
 def _env(directory: Path, host: str = HOST) -> dict:
-    env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP=host, SPARK_LOG_DIR=str(directory / "logs"),
-               SPARK_NO_DAEMONIZE="1")
+    env = dict(
+        os.environ,
+        SPARK_HOME=str(spark_home()),
+        SPARK_LOCAL_IP=host,
+        SPARK_LOG_DIR=str(directory / "logs"),
+        SPARK_NO_DAEMONIZE="1",
+    )
     env.pop("SPARK_MASTER", None)
     return env
 
 
-def _spawn(directory: Path, name: str, args: list[str], host: str = HOST, private: Path | None = None,
-           shared: Sequence[Path] = ()) -> int:
+def _spawn(
+    directory: Path, name: str, args: list[str], host: str = HOST, private: Path | None = None, shared: Sequence[Path] = ()
+) -> int:
     """Start a Spark daemon; with `private`, in its own mount namespace (see `_isolating_script`)."""
     command = [str(spark_home() / "bin" / "spark-class"), *args]
     if private is not None:
-        command = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-                   _isolating_script(private, shared, command)]
+        command = [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "/bin/sh",
+            "-c",
+            _isolating_script(private, shared, command),
+        ]
     with open(directory / "logs" / f"{name}.log", "ab") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=_env(directory, host), start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=_env(directory, host),
+            start_new_session=True,
+        )
     return proc.pid
 
 
@@ -169,8 +190,17 @@ def _wait(what: str, ready, timeout_s: float, logs: Path):
     raise ExecutionError(f"cluster: {what} not ready after {timeout_s:g} s ({last or 'timed out'}); see {logs}")
 
 
-def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: str = "6g", port: int = 7077,
-       webui_port: int = 8080, timeout_s: float = 60.0, isolated: bool = False, store: Path | None = None) -> Cluster:
+def up(
+    directory: Path = DEFAULT_DIR,
+    workers: int = 2,
+    cores: int = 1,
+    memory: str = "6g",
+    port: int = 7077,
+    webui_port: int = 8080,
+    timeout_s: float = 60.0,
+    isolated: bool = False,
+    store: Path | None = None,
+) -> Cluster:
     """Start a master and `workers` workers (each offering `cores` cores and `memory`) and wait until
     the master lists every worker ALIVE. Isolated: each worker a host of its own sharing only `store`."""
     msg = check_java.problem()
@@ -178,7 +208,9 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
         raise ExecutionError(msg)
     running = load(directory)
     if running is not None and any(_alive(pid) for pid in running.pids):
-        raise DataError(f"cluster: already running at {running.url} (state in {_state_file(directory)}); `make cluster-down` first")
+        raise DataError(
+            f"cluster: already running at {running.url} (state in {_state_file(directory)}); `make cluster-down` first"
+        )
     busy = [p for p in (port, webui_port, *[webui_port + 1 + i for i in range(workers)]) if not _port_free(p)]
     if busy:
         raise DataError(f"cluster: port {busy[0]} on {HOST} is in use; pick other ports (--port / --webui-port)")
@@ -189,8 +221,11 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
         if os.geteuid() != 0:
             raise DataError("cluster: an isolated cluster mounts a private /tmp per worker (unshare -m), which needs root")
         shared = _shared_paths(store)
-    master_pid = _spawn(directory, "master", ["org.apache.spark.deploy.master.Master", "--host", HOST,
-                                               "--port", str(port), "--webui-port", str(webui_port)])
+    master_pid = _spawn(
+        directory,
+        "master",
+        ["org.apache.spark.deploy.master.Master", "--host", HOST, "--port", str(port), "--webui-port", str(webui_port)],
+    )
     cluster = Cluster(str(directory), port, webui_port, master_pid, store=str(store) if isolated else None)
     _save(cluster)
     try:
@@ -201,10 +236,29 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
             work = Path("/tmp/spark-work") if isolated else directory / "work" / f"worker-{i}"
             if not isolated:
                 work.mkdir(parents=True, exist_ok=True)
-            cluster.worker_pids.append(_spawn(directory, f"worker-{i}", [
-                "org.apache.spark.deploy.worker.Worker", "--host", host, "--webui-port", str(webui_port + 1 + i),
-                "--cores", str(cores), "--memory", memory, "--work-dir", str(work), cluster.url],
-                host, private, shared))
+            cluster.worker_pids.append(
+                _spawn(
+                    directory,
+                    f"worker-{i}",
+                    [
+                        "org.apache.spark.deploy.worker.Worker",
+                        "--host",
+                        host,
+                        "--webui-port",
+                        str(webui_port + 1 + i),
+                        "--cores",
+                        str(cores),
+                        "--memory",
+                        memory,
+                        "--work-dir",
+                        str(work),
+                        cluster.url,
+                    ],
+                    host,
+                    private,
+                    shared,
+                )
+            )
             cluster.worker_hosts.append(host)
             _save(cluster)
         alive = lambda: sum(w.get("state") == "ALIVE" for w in cluster.state().get("workers", [])) >= workers  # noqa: E731
@@ -233,8 +287,10 @@ def _isolated_store(directory: Path, store: Path | None) -> Path:
     path = Path(path).resolve()
     for name in PRIVATE_VIEWS:
         if path.is_relative_to((REPO / name).resolve()):
-            raise DataError(f"cluster: the store {path} lies in the checkout's {name}/, which each host sees privately; "
-                            f"set {shared.SETTING} elsewhere")
+            raise DataError(
+                f"cluster: the store {path} lies in the checkout's {name}/, which each host sees privately; "
+                f"set {shared.SETTING} elsewhere"
+            )
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -292,5 +348,7 @@ def status(directory: Path = DEFAULT_DIR) -> str:
         return f"cluster: master pid {cluster.master_pid} does not answer at {cluster.webui} ({exc})"
     workers = [f"{w['host']}:{w['port']} {w['state']} {w['cores']} cores" for w in state.get("workers", [])]
     shared = f"; isolated hosts sharing HARNESS_STORE={cluster.store}" if cluster.store else "; shared /tmp"
-    return (f"cluster: {cluster.url} ({state.get('status')}), UI {cluster.webui}, "
-            f"{len(workers)} workers: {'; '.join(workers)}; {len(cluster.executors())} executors running{shared}")
+    return (
+        f"cluster: {cluster.url} ({state.get('status')}), UI {cluster.webui}, "
+        f"{len(workers)} workers: {'; '.join(workers)}; {len(cluster.executors())} executors running{shared}"
+    )

@@ -10,6 +10,7 @@ verification: the verdict is verified only if a system outside the project agree
 A project implementation runs through the Runner (oracle "none": the comparison is the check); its
 time is index_s + query_s, as everywhere in the harness. A peer's time is its load (the canonical
 edges into the system) plus its query. Writes compare.json and compare.md into one directory."""
+
 from __future__ import annotations
 
 import time
@@ -74,8 +75,15 @@ def _names(text: str, what: str) -> list[str]:
     return items
 
 
-def plan(query: str, dataset: str, systems: str | None = None, semantics: str = "undirected", workers: str = "1,2",
-         timeout_s: float = 1800.0, networkx_max_edges: int | None = None) -> Comparison:
+def plan(
+    query: str,
+    dataset: str,
+    systems: str | None = None,
+    semantics: str = "undirected",
+    workers: str = "1,2",
+    timeout_s: float = 1800.0,
+    networkx_max_edges: int | None = None,
+) -> Comparison:
     """Check every input; raises DataError with one line on the first bad one."""
     if semantics not in SEMANTICS:
         raise DataError(f"unknown semantics '{semantics}' (expected one of {', '.join(SEMANTICS)})")
@@ -93,8 +101,17 @@ def plan(query: str, dataset: str, systems: str | None = None, semantics: str = 
         raise DataError(f"--timeout must be positive, got {timeout_s:g}")
     q, options = load_query(query)
     spec = make_join_spec(q, semantics, None, **options)
-    return Comparison(query, dataset, q, spec, datasets.resolve(dataset), tuple(s for s in SYSTEMS if s in chosen),
-                      tuple(ws), timeout_s, NETWORKX_AUTO_MAX_EDGES if networkx_max_edges is None else networkx_max_edges)
+    return Comparison(
+        query,
+        dataset,
+        q,
+        spec,
+        datasets.resolve(dataset),
+        tuple(s for s in SYSTEMS if s in chosen),
+        tuple(ws),
+        timeout_s,
+        NETWORKX_AUTO_MAX_EDGES if networkx_max_edges is None else networkx_max_edges,
+    )
 
 
 # ---------------------------------------------------------------- running
@@ -103,13 +120,30 @@ def plan(query: str, dataset: str, systems: str | None = None, semantics: str = 
 def _project_row(runner, cmp: Comparison, impl: str, workers: int) -> PeerResult:
     from .runner import RunRequest
 
-    record = runner.run(RunRequest(query=cmp.query_arg, dataset=cmp.dataset_arg, impl=impl, workers=workers,
-                                   semantics=cmp.semantics, oracle="none", timeout_s=cmp.timeout_s))
+    record = runner.run(
+        RunRequest(
+            query=cmp.query_arg,
+            dataset=cmp.dataset_arg,
+            impl=impl,
+            workers=workers,
+            semantics=cmp.semantics,
+            oracle="none",
+            timeout_s=cmp.timeout_s,
+        )
+    )
     m = record["metrics"]
     status = "OK" if record["status"] == "UNVERIFIED" else record["status"]  # completed: the comparison checks it
-    return PeerResult(impl, "1 core" if impl == BASELINE else f"W={workers}", status, record["count"],
-                      m.get("index_s"), m.get("query_s"), record["error"], workers,
-                      {"graph_load_s": m.get("load_s"), "index_reused": m.get("index_reused"), "record": record})
+    return PeerResult(
+        impl,
+        "1 core" if impl == BASELINE else f"W={workers}",
+        status,
+        record["count"],
+        m.get("index_s"),
+        m.get("query_s"),
+        record["error"],
+        workers,
+        {"graph_load_s": m.get("load_s"), "index_reused": m.get("index_reused"), "record": record},
+    )
 
 
 def _graphx_row(runner, cmp: Comparison, graph, run_id: str, pattern: Pattern) -> PeerResult:
@@ -136,7 +170,7 @@ def _steps(cmp: Comparison, runner, graph, run_id: str) -> list[tuple[str, Calla
         if limit is not None and graph.edges > limit:
             steps.append((impl, partial(peers.skipped, impl, "-", f"counts graphs of up to {limit:,} edges")))
             continue
-        for w in (cmp.workers if impl == SWEPT else (cmp.spark_workers,)):
+        for w in cmp.workers if impl == SWEPT else (cmp.spark_workers,):
             label = impl if impl == BASELINE else f"{impl} W={w}"
             steps.append((label, partial(_project_row, runner, cmp, impl, w)))
     peer_runs = {
@@ -158,8 +192,9 @@ def _published_row(graph, spec: JoinSpec) -> PeerResult:
     return PeerResult(PUBLISHED, "-", "OK", count, extra={"source": graph.published.get("note") or graph.source})
 
 
-def execute(cmp: Comparison, master: str | None, out_dir: Path, console, run_id: str | None = None,
-            allow_unverified: bool = False) -> int:
+def execute(
+    cmp: Comparison, master: str | None, out_dir: Path, console, run_id: str | None = None, allow_unverified: bool = False
+) -> int:
     """Run everything, print the table, write compare.json and compare.md; the exit code: 0 when the
     counts of all completed systems (at least two) agree and one of them is outside the project, 1 when
     they do not agree, 2 when fewer than two completed, 3 when they agree but none is outside the
@@ -170,8 +205,10 @@ def execute(cmp: Comparison, master: str | None, out_dir: Path, console, run_id:
     runner = Runner(master, cmp.spark_workers)
     spark = runner.spark
     graph, graph_load_s, _ = runner.graph(cmp.source, cmp.semantics, cmp.spark_workers)
-    console.print(f"[bold]compare[/] {cmp.query.name} on {graph.name} ({cmp.semantics}, {graph.vertices:,} vertices, "
-                  f"{graph.edges:,} edges; canonical load {graph_load_s:.2f} s) -> {out_dir}")
+    console.print(
+        f"[bold]compare[/] {cmp.query.name} on {graph.name} ({cmp.semantics}, {graph.vertices:,} vertices, "
+        f"{graph.edges:,} edges; canonical load {graph_load_s:.2f} s) -> {out_dir}"
+    )
     steps = _steps(cmp, runner, graph, run_id)
     rows: list[PeerResult] = []
     for i, (label, run) in enumerate(steps, start=1):
@@ -181,7 +218,13 @@ def execute(cmp: Comparison, master: str | None, out_dir: Path, console, run_id:
             message = (str(exc).strip().splitlines() or [""])[0][:300]
             row = PeerResult(label.split()[0], "-", "EXE", error=f"{type(exc).__name__}: {message}")
         rows.append(row)
-        mark = "[green]OK[/]" if row.status == "OK" else f"[yellow]{row.status}[/]" if row.status == "SKIP" else f"[red]{row.status}[/]"
+        mark = (
+            "[green]OK[/]"
+            if row.status == "OK"
+            else f"[yellow]{row.status}[/]"
+            if row.status == "SKIP"
+            else f"[red]{row.status}[/]"
+        )
         detail = f"count={fmt_int(row.count)} total_s={_secs(row.total_s)}" if row.status == "OK" else escape(row.error or "")
         console.print(f"[{i}/{len(steps)}] {label}: {mark} {detail}", soft_wrap=True)
 
@@ -202,23 +245,45 @@ def execute(cmp: Comparison, master: str | None, out_dir: Path, console, run_id:
     title = f"compare: {cmp.query.name} on {graph.name} ({cmp.semantics})"
     table_rows = [_cells(r, labels[id(r)], base, floor) for r in rows]
     console.print(_rich_table(title, table_rows, [r.status for r in rows]))
-    colour = "[green]" if exit_code == 0 and agreement["verdict"] == "VERIFIED" else "[yellow]" if exit_code in (0, 3) else "[red]"
+    colour = (
+        "[green]" if exit_code == 0 and agreement["verdict"] == "VERIFIED" else "[yellow]" if exit_code in (0, 3) else "[red]"
+    )
     console.print(colour + escape(agreement["line"]) + "[/]", soft_wrap=True)
     console.print(cost["line"], soft_wrap=True)
 
     record = {
-        "schema_version": results.SCHEMA_VERSION, "kind": "compare", "run_id": run_id, "timestamp": timestamp,
-        "query": {"name": cmp.query.name, "pattern": cmp.query.describe(), "attributes": list(cmp.query.attributes),
-                  "attribute_order": list(cmp.spec.attribute_order), "less_than": [list(p) for p in cmp.spec.less_than]},
-        "semantics": cmp.semantics, "dataset": graph.describe(), "graph_load_s": round(graph_load_s, 4),
-        "params": {"systems": list(cmp.systems), "workers": list(cmp.workers), "timeout_s": cmp.timeout_s,
-                   "networkx_max_edges": cmp.networkx_max_edges},
+        "schema_version": results.SCHEMA_VERSION,
+        "kind": "compare",
+        "run_id": run_id,
+        "timestamp": timestamp,
+        "query": {
+            "name": cmp.query.name,
+            "pattern": cmp.query.describe(),
+            "attributes": list(cmp.query.attributes),
+            "attribute_order": list(cmp.spec.attribute_order),
+            "less_than": [list(p) for p in cmp.spec.less_than],
+        },
+        "semantics": cmp.semantics,
+        "dataset": graph.describe(),
+        "graph_load_s": round(graph_load_s, 4),
+        "params": {
+            "systems": list(cmp.systems),
+            "workers": list(cmp.workers),
+            "timeout_s": cmp.timeout_s,
+            "networkx_max_edges": cmp.networkx_max_edges,
+        },
         "spark": {"master": spark.sparkContext.master, "version": spark.version},
-        "git": results.git_info(), "machine": results.machine_info(),
-        "rows": [{"label": labels[id(r)], **r.to_json(), "over_native": _ratio(r, floor), "over_local_gj": _ratio(r, base)}
-                 for r in rows],
-        "agreement": agreement, "verdict": agreement["verdict"], "allow_unverified": allow_unverified,
-        "cost": cost, "exit_code": exit_code,
+        "git": results.git_info(),
+        "machine": results.machine_info(),
+        "rows": [
+            {"label": labels[id(r)], **r.to_json(), "over_native": _ratio(r, floor), "over_local_gj": _ratio(r, base)}
+            for r in rows
+        ],
+        "agreement": agreement,
+        "verdict": agreement["verdict"],
+        "allow_unverified": allow_unverified,
+        "cost": cost,
+        "exit_code": exit_code,
     }
     markdown = "\n".join([f"# {title}", "", *_markdown_table(table_rows), "", agreement["line"], "", cost["line"], ""])
     results.write_json_atomic(out_dir / "compare.json", record)
@@ -247,8 +312,10 @@ def agree(rows: list[PeerResult], labels: dict[int, str]) -> dict:
             groups.setdefault(r.count, []).append(labels[id(r)])
     skipped = [labels[id(r)] for r in rows if r.status == "SKIP"]
     failed = [f"{labels[id(r)]} {r.status}" for r in rows if r.status not in ("OK", "SKIP")]
-    notes = [f"{len(skipped)} skipped: {', '.join(skipped)}" if skipped else "",
-             f"{len(failed)} failed: {', '.join(failed)}" if failed else ""]
+    notes = [
+        f"{len(skipped)} skipped: {', '.join(skipped)}" if skipped else "",
+        f"{len(failed)} failed: {', '.join(failed)}" if failed else "",
+    ]
     tail = f" ({'; '.join(n for n in notes if n)})" if any(notes) else ""
     disagreeing: list[str] = []
     outsiders = sorted({r.system for r in rows if r.status == "OK" and r.system in OUTSIDE})
@@ -269,15 +336,24 @@ def agree(rows: list[PeerResult], labels: dict[int, str]) -> dict:
         ranked = sorted(groups.items(), key=lambda kv: -len(kv[1]))
         disagreeing = [name for _, names in ranked[1:] for name in names]
         line = "counts DISAGREE: " + "; ".join(f"{count:,} from {', '.join(names)}" for count, names in ranked) + tail
-    return {"identical": len(groups) == 1, "count": next(iter(groups)) if len(groups) == 1 else None,
-            "groups": {str(k): v for k, v in groups.items()}, "skipped": skipped, "failed": failed,
-            "disagreeing": disagreeing, "outside_systems_agreeing": outsiders if verdict == "VERIFIED" else [],
-            "verdict": verdict, "line": line}
+    return {
+        "identical": len(groups) == 1,
+        "count": next(iter(groups)) if len(groups) == 1 else None,
+        "groups": {str(k): v for k, v in groups.items()},
+        "skipped": skipped,
+        "failed": failed,
+        "disagreeing": disagreeing,
+        "outside_systems_agreeing": outsiders if verdict == "VERIFIED" else [],
+        "verdict": verdict,
+        "line": line,
+    }
 
 
 def cost_figure(rows: list[PeerResult], base: float | None) -> dict:
     """COST: the fewest Spark cores (W) at which BiGJoin's index + query time beats local-gj's."""
-    swept = sorted((r for r in rows if r.system == SWEPT and r.total_s is not None), key=lambda r: cast(int, r.workers))  # a run at W has its W
+    swept = sorted(
+        (r for r in rows if r.system == SWEPT and r.total_s is not None), key=lambda r: cast(int, r.workers)
+    )  # a run at W has its W
     for name, missing in ((BASELINE, base is None), (SWEPT, not swept)):
         if missing:
             why = "did not complete" if any(r.system == name for r in rows) else "was not run"
@@ -293,14 +369,18 @@ def cost_figure(rows: list[PeerResult], base: float | None) -> dict:
     win = next((r for r in swept if total(r) < base), None)
     if win is not None:
         out["cost"] = win.workers
-        out["line"] = (f"COST = {win.workers}: BiGJoin at W={win.workers} takes {win.total_s:.2f} s, "
-                       f"local-gj {base:.2f} s ({ratios[win.workers]:.2f}×)")
+        out["line"] = (
+            f"COST = {win.workers}: BiGJoin at W={win.workers} takes {win.total_s:.2f} s, "
+            f"local-gj {base:.2f} s ({ratios[win.workers]:.2f}×)"
+        )
         return out
     top = swept[-1]
     out["cost_above"] = top.workers
     lower = ", ".join(f"W={w}: {x:.2f}×" for w, x in ratios.items() if w != top.workers)
-    out["line"] = (f"COST > {top.workers} on this machine: BiGJoin at W={top.workers} takes {ratios[top.workers]:.2f}× "
-                   f"local-gj ({top.total_s:.2f} s vs {base:.2f} s)" + (f"; {lower}" if lower else ""))
+    out["line"] = (
+        f"COST > {top.workers} on this machine: BiGJoin at W={top.workers} takes {ratios[top.workers]:.2f}× "
+        f"local-gj ({top.total_s:.2f} s vs {base:.2f} s)" + (f"; {lower}" if lower else "")
+    )
     return out
 
 
@@ -327,10 +407,15 @@ def _cells(r: PeerResult, label: str, base: float | None, floor: float | None) -
 
 
 def _rich_table(title: str, rows: list[list[str]], statuses: list[str]) -> Table:
-    table = Table(title=title, caption="load s: the edges into the system (project implementations: index_s); "
-                                       "total s = load + query", show_lines=False)
+    table = Table(
+        title=title,
+        caption="load s: the edges into the system (project implementations: index_s); total s = load + query",
+        show_lines=False,
+    )
     for col in COLUMNS:
-        table.add_column(col, justify="right" if col in ("count", "load s", "query s", "total s", "× native", "× local-gj") else "left")
+        table.add_column(
+            col, justify="right" if col in ("count", "load s", "query s", "total s", "× native", "× local-gj") else "left"
+        )
     for cells, status in zip(rows, statuses):
         colour = {"OK": "green", "SKIP": "yellow"}.get(status, "red")
         cells = [escape(c) for c in cells]

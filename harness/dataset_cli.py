@@ -1,4 +1,5 @@
 """`python -m harness datasets list | fetch | verify | convert | stream`."""
+
 from __future__ import annotations
 
 import re
@@ -36,9 +37,16 @@ def list_table(registry: dict[str, datasets.Source]) -> Table:
     for name, s in sorted(registry.items()):
         kind = "download" if s.urls else s.kind
         tri = (s.published.get("undirected") or {}).get("triangle")
-        table.add_row(name, kind, s.fmt or ("-" if s.kind == "generator" else "auto"), _size(s),
-                      ", ".join(datasets.cached_semantics(s)) or "no",
-                      _fmt(s.published.get("nodes")), _fmt(s.published.get("edges", s.published.get("undirected_edges"))), _fmt(tri))
+        table.add_row(
+            name,
+            kind,
+            s.fmt or ("-" if s.kind == "generator" else "auto"),
+            _size(s),
+            ", ".join(datasets.cached_semantics(s)) or "no",
+            _fmt(s.published.get("nodes")),
+            _fmt(s.published.get("edges", s.published.get("undirected_edges"))),
+            _fmt(tri),
+        )
     return table
 
 
@@ -87,7 +95,13 @@ def verify(spark, source: datasets.Source) -> dict:
         elif "not comparable" in note:
             add("edges", pub["edges"], measured["undirected edges"], "not comparable", f"published note: {note}")
         else:
-            add("edges", pub["edges"], None, "MISMATCH", "no interpretation matches: " + ", ".join(f"{k} {v:,}" for k, v in measured.items() if "edge" in k))
+            add(
+                "edges",
+                pub["edges"],
+                None,
+                "MISMATCH",
+                "no interpretation matches: " + ", ".join(f"{k} {v:,}" for k, v in measured.items() if "edge" in k),
+            )
     if "undirected_edges" in pub:
         same = pub["undirected_edges"] == measured["undirected edges"]
         add("undirected edges", pub["undirected_edges"], measured["undirected edges"], "match" if same else "MISMATCH")
@@ -95,10 +109,19 @@ def verify(spark, source: datasets.Source) -> dict:
     if published_tri is not None:
         add("undirected triangles", published_tri, triangles, "match" if published_tri == triangles else "MISMATCH")
     passed = bool(checks) and all(c["verdict"] != "MISMATCH" for c in checks) and published_tri is not None
-    return {"dataset": source.name, "source": und.source, "sha256": und.sha256, "passed": passed, "checks": checks,
-            "measured": measured, "cleaning": {"undirected": und.cleaning, "directed": dirg.cleaning},
-            "degrees": und.degrees, "seconds": round(time.perf_counter() - start, 2), "timestamp": results.now_iso(),
-            "git": results.git_info()}
+    return {
+        "dataset": source.name,
+        "source": und.source,
+        "sha256": und.sha256,
+        "passed": passed,
+        "checks": checks,
+        "measured": measured,
+        "cleaning": {"undirected": und.cleaning, "directed": dirg.cleaning},
+        "degrees": und.degrees,
+        "seconds": round(time.perf_counter() - start, 2),
+        "timestamp": results.now_iso(),
+        "git": results.git_info(),
+    }
 
 
 def _peak_rss(pid: int) -> int | None:
@@ -127,14 +150,26 @@ def convert(spark, source: datasets.Source, semantics: str) -> dict:
     spark_metrics = counters.collect(["convert"])
     jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     graph.df.unpersist()
-    return {"dataset": source.name, "semantics": semantics, "source": graph.source, "cache_hit": graph.cache_hit,
-            "seconds": round(seconds, 2), "vertices": graph.vertices, "edges": graph.edges, "cleaning": graph.cleaning,
-            "degrees": graph.degrees, "parquet": str(graph.path),
-            "jvm_peak_rss_bytes": _peak_rss(jvm_pid),
-            "python_peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-            "spill_bytes": spark_metrics["spill_bytes"], "shuffle_bytes": spark_metrics["shuffle_bytes"],
-            "driver_memory": spark.conf.get("spark.driver.memory"), "machine": results.machine_info(),
-            "timestamp": results.now_iso(), "git": results.git_info()}
+    return {
+        "dataset": source.name,
+        "semantics": semantics,
+        "source": graph.source,
+        "cache_hit": graph.cache_hit,
+        "seconds": round(seconds, 2),
+        "vertices": graph.vertices,
+        "edges": graph.edges,
+        "cleaning": graph.cleaning,
+        "degrees": graph.degrees,
+        "parquet": str(graph.path),
+        "jvm_peak_rss_bytes": _peak_rss(jvm_pid),
+        "python_peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "spill_bytes": spark_metrics["spill_bytes"],
+        "shuffle_bytes": spark_metrics["shuffle_bytes"],
+        "driver_memory": spark.conf.get("spark.driver.memory"),
+        "machine": results.machine_info(),
+        "timestamp": results.now_iso(),
+        "git": results.git_info(),
+    }
 
 
 def verify_table(reports: list[dict]) -> Table:
@@ -144,7 +179,9 @@ def verify_table(reports: list[dict]) -> Table:
     for r in reports:
         for c in r["checks"]:
             colour = "red" if c["verdict"] == "MISMATCH" else ("green" if c["verdict"] == "match" else "yellow")
-            table.add_row(r["dataset"], c["check"], _fmt(c["published"]), _fmt(c["measured"]), f"[{colour}]{c['verdict']}[/]", c["detail"])
+            table.add_row(
+                r["dataset"], c["check"], _fmt(c["published"]), _fmt(c["measured"]), f"[{colour}]{c['verdict']}[/]", c["detail"]
+            )
     return table
 
 
@@ -177,7 +214,9 @@ def cmd_datasets(args, console) -> int:
             results.write_json_atomic(results.RESULTS_DIR / "datasets" / f"verify-{source.name}.json", reports[-1])
         console.print(verify_table(reports))
         bad = [r["dataset"] for r in reports if not r["passed"]]
-        console.print(f"{len(reports) - len(bad)} of {len(reports)} datasets pass" + (f"; failing: {', '.join(bad)}" if bad else ""))
+        console.print(
+            f"{len(reports) - len(bad)} of {len(reports)} datasets pass" + (f"; failing: {', '.join(bad)}" if bad else "")
+        )
         return 2 if bad else 0
     if args.action == "convert":
         if not args.names:
@@ -186,9 +225,11 @@ def cmd_datasets(args, console) -> int:
         for name in args.names:
             report = convert(spark, _lookup(registry, name), args.semantics)
             results.write_json_atomic(results.RESULTS_DIR / "datasets" / f"convert-{name}-{args.semantics}.json", report)
-            console.print(f"{name} ({args.semantics}): {report['vertices']:,} vertices, {report['edges']:,} edges in "
-                          f"{report['seconds']:.1f} s; peak RSS JVM {report['jvm_peak_rss_bytes'] / 2**30:.2f} GiB, "
-                          f"Python {report['python_peak_rss_bytes'] / 2**30:.2f} GiB; degrees {report['degrees']}")
+            console.print(
+                f"{name} ({args.semantics}): {report['vertices']:,} vertices, {report['edges']:,} edges in "
+                f"{report['seconds']:.1f} s; peak RSS JVM {report['jvm_peak_rss_bytes'] / 2**30:.2f} GiB, "
+                f"Python {report['python_peak_rss_bytes'] / 2**30:.2f} GiB; degrees {report['degrees']}"
+            )
         return 0
     if args.action == "stream":
         if len(args.names or []) != 1 or not args.out:
@@ -197,7 +238,9 @@ def cmd_datasets(args, console) -> int:
         graph = datasets.load(get_session(args.master), datasets.resolve(args.names[0]), args.semantics)
         initial, stream = updates.make_stream(graph.df, spec)
         updates.write_stream(stream, Path(args.out))
-        console.print(f"{args.out}: {stream.count():,} updates in {spec.batches} batches; initial graph {initial.count():,} edges")
+        console.print(
+            f"{args.out}: {stream.count():,} updates in {spec.batches} batches; initial graph {initial.count():,} edges"
+        )
         return 0
     raise DataError(f"unknown datasets action '{args.action}'")
 

@@ -1,5 +1,6 @@
 """Dataset resolution (registry name, generator spec or edge-list path), canonicalisation under a
 semantics, and the Parquet cache keyed by content hash and semantics."""
+
 from __future__ import annotations
 
 import hashlib
@@ -85,8 +86,19 @@ def _shared_path(ref: str, base: Path) -> Path:
     return shared_root() / Path(ref).relative_to("shared") if ref.startswith("shared/") else base / ref
 
 
-_ENTRY_KEYS = {"generator", "file", "download", "format", "directed", "published", "published_from",
-               "description", "cite", "notes", "twin_of"}
+_ENTRY_KEYS = {
+    "generator",
+    "file",
+    "download",
+    "format",
+    "directed",
+    "published",
+    "published_from",
+    "description",
+    "cite",
+    "notes",
+    "twin_of",
+}
 _DOWNLOAD_KEYS = {"urls", "file", "sha256", "bytes", "member", "unpacked_file"}
 
 
@@ -106,9 +118,15 @@ def load_registry(path: Path = REGISTRY_FILE) -> dict[str, Source]:
         if manifest.is_file():
             for entry in json.loads(manifest.read_text()):
                 sources[entry["name"]] = Source(
-                    name=entry["name"], kind="file", location=str(manifest.parent / entry["file"]),
-                    fmt=entry.get("format"), published=_published_from_manifest(entry), citation=entry.get("cite"),
-                    directed=entry.get("stored_as") == "directed", sha256=entry.get("sha256"), bytes=entry.get("bytes"),
+                    name=entry["name"],
+                    kind="file",
+                    location=str(manifest.parent / entry["file"]),
+                    fmt=entry.get("format"),
+                    published=_published_from_manifest(entry),
+                    citation=entry.get("cite"),
+                    directed=entry.get("stored_as") == "directed",
+                    sha256=entry.get("sha256"),
+                    bytes=entry.get("bytes"),
                     description=f"SNAP {entry['name']}, stored as {entry.get('stored_as')}",
                 )
     reference: dict = {}
@@ -128,8 +146,14 @@ def load_registry(path: Path = REGISTRY_FILE) -> dict[str, Source]:
             if entry["published_from"] not in reference:
                 raise DataError(f"{where}: key 'published_from': '{entry['published_from']}' is not in the published counts file")
             published = {**_published_from_reference(reference[entry["published_from"]]), **published}
-        common = dict(published=published, citation=entry.get("cite"), description=entry.get("description", ""),
-                      directed=entry.get("directed"), notes=entry.get("notes", ""), twin_of=entry.get("twin_of"))
+        common = dict(
+            published=published,
+            citation=entry.get("cite"),
+            description=entry.get("description", ""),
+            directed=entry.get("directed"),
+            notes=entry.get("notes", ""),
+            twin_of=entry.get("twin_of"),
+        )
         if "generator" in entry:
             kind, params = generators.parse_spec(entry["generator"])
             sources[name] = Source(name, "generator", generators.canonical_spec(kind, params), **common)
@@ -142,8 +166,17 @@ def load_registry(path: Path = REGISTRY_FILE) -> dict[str, Source]:
                 raise DataError(f"{where}: unknown key 'download.{sorted(bad)[0]}'")
             edge_file = dl.get("unpacked_file") or dl["file"]
             sources[name] = Source(
-                name, "file", str(data_root() / name / edge_file), entry.get("format"), urls=tuple(dl["urls"]),
-                download_name=dl["file"], sha256=dl.get("sha256"), bytes=dl.get("bytes"), member=dl.get("member"), **common)
+                name,
+                "file",
+                str(data_root() / name / edge_file),
+                entry.get("format"),
+                urls=tuple(dl["urls"]),
+                download_name=dl["file"],
+                sha256=dl.get("sha256"),
+                bytes=dl.get("bytes"),
+                member=dl.get("member"),
+                **common,
+            )
         elif "file" in entry:
             sources[name] = Source(name, "file", str((REPO / entry["file"]).resolve()), entry.get("format"), **common)
         else:
@@ -172,7 +205,9 @@ def resolve(spec: str) -> Source:
         return Source(path.name, "file", str(path.resolve()))
     if os.sep in spec or "." in path.name:
         raise DataError(f"edge file {spec}: not found")
-    raise DataError(f"unknown dataset '{spec}' (not in {REGISTRY_FILE.name}, not a generator spec like 'rmat:scale=12', not a file)")
+    raise DataError(
+        f"unknown dataset '{spec}' (not in {REGISTRY_FILE.name}, not a generator spec like 'rmat:scale=12', not a file)"
+    )
 
 
 # ---------------------------------------------------------------- canonical graphs
@@ -219,10 +254,19 @@ class Graph:
 
     def describe(self) -> dict:
         return {
-            "name": self.name, "source": self.source, "semantics": self.semantics,
-            "vertices": self.vertices, "edges": self.edges, "sha256": self.sha256, "sha256_of": self.sha256_of,
-            "fingerprint": self.fingerprint, "degrees": self.degrees, "cleaning": self.cleaning,
-            "published": self.published, "parquet": str(self.path), "cache_hit": self.cache_hit,
+            "name": self.name,
+            "source": self.source,
+            "semantics": self.semantics,
+            "vertices": self.vertices,
+            "edges": self.edges,
+            "sha256": self.sha256,
+            "sha256_of": self.sha256_of,
+            "fingerprint": self.fingerprint,
+            "degrees": self.degrees,
+            "cleaning": self.cleaning,
+            "published": self.published,
+            "parquet": str(self.path),
+            "cache_hit": self.cache_hit,
         }
 
     def parquet_glob(self) -> str:
@@ -246,9 +290,7 @@ def canonicalize(raw: DataFrame, semantics: str) -> tuple[DataFrame, dict]:
     else:
         non_loop = raw.filter(F.col("src") != F.col("dst"))
         directed_distinct = non_loop.distinct().count()
-        canonical = non_loop.select(
-            F.least("src", "dst").alias("src"), F.greatest("src", "dst").alias("dst")
-        ).distinct()
+        canonical = non_loop.select(F.least("src", "dst").alias("src"), F.greatest("src", "dst").alias("dst")).distinct()
         edges = canonical.count()
         cleaning = {
             "input_rows": raw_rows,
@@ -270,8 +312,15 @@ def _degree_stats(df: DataFrame) -> dict:
     from the degree histogram: max, median, p99, p99/median and the Gini coefficient."""
     links = df.filter(F.col("src") != F.col("dst"))
     pairs = links.select(F.col("src").alias("v"), F.col("dst").alias("n")).union(links.select(F.col("dst"), F.col("src")))
-    histogram = sorted((r["d"], r["c"]) for r in pairs.distinct().groupBy("v").agg(F.count(F.lit(1)).alias("d"))
-                       .groupBy("d").agg(F.count(F.lit(1)).alias("c")).collect())
+    histogram = sorted(
+        (r["d"], r["c"])
+        for r in pairs.distinct()
+        .groupBy("v")
+        .agg(F.count(F.lit(1)).alias("d"))
+        .groupBy("d")
+        .agg(F.count(F.lit(1)).alias("c"))
+        .collect()
+    )
     return degree_stats_from_histogram(histogram)
 
 
@@ -296,8 +345,13 @@ def degree_stats_from_histogram(histogram: list[tuple[int, int]]) -> dict:
         acc += d * c * (2 * rank + c - n)
         rank += c
     median, p99 = quantile(0.5), quantile(0.99)
-    return {"max_degree": histogram[-1][0], "median_degree": median, "p99_degree": p99,
-            "p99_over_median": round(p99 / median, 3), "gini": round(acc / (n * total), 4)}
+    return {
+        "max_degree": histogram[-1][0],
+        "median_degree": median,
+        "p99_degree": p99,
+        "p99_over_median": round(p99 / median, 3),
+        "gini": round(acc / (n * total), 4),
+    }
 
 
 def _write_atomic(target: Path, write) -> None:
@@ -348,6 +402,7 @@ def _materialize(spark: SparkSession, key_material: str, semantics: str, build_r
     target = _cache_dir(key_material, semantics)
     hit = (target / "meta.json").is_file()
     if not hit:
+
         def write(tmp: Path) -> None:
             raw = build_raw().persist()
             canonical, summary = canonicalize(raw, semantics)
@@ -357,6 +412,7 @@ def _materialize(spark: SparkSession, key_material: str, semantics: str, build_r
             written = spark.read.parquet(str(tmp / "edges.parquet"))
             info = dict(meta, **summary, fingerprint=_fingerprint(written), degrees=_degree_stats(written))
             (tmp / "meta.json").write_text(json.dumps(info, indent=1))
+
         _write_atomic(target, write)
     info = json.loads((target / "meta.json").read_text())
     df = spark.read.parquet(str(target / "edges.parquet")).repartition(partitions).persist()
@@ -364,9 +420,20 @@ def _materialize(spark: SparkSession, key_material: str, semantics: str, build_r
     if count != info["edges"]:
         raise DataError(f"cache {target}: holds {count} edges, metadata says {info['edges']}; delete it and rerun")
     return Graph(
-        name=info["name"], source=info["source"], semantics=semantics, path=target, vertices=info["vertices"],
-        edges=info["edges"], sha256=info["sha256"], sha256_of=info["sha256_of"], fingerprint=info["fingerprint"],
-        cleaning=info["cleaning"], degrees=info["degrees"], published=info.get("published", {}), cache_hit=hit, df=df,
+        name=info["name"],
+        source=info["source"],
+        semantics=semantics,
+        path=target,
+        vertices=info["vertices"],
+        edges=info["edges"],
+        sha256=info["sha256"],
+        sha256_of=info["sha256_of"],
+        fingerprint=info["fingerprint"],
+        cleaning=info["cleaning"],
+        degrees=info["degrees"],
+        published=info.get("published", {}),
+        cache_hit=hit,
+        df=df,
     )
 
 
@@ -377,20 +444,33 @@ def load(spark: SparkSession, source: Source, semantics: str, partitions: int = 
         kind, params = generators.parse_spec(source.location)
         digest, of = _present_key_material(source)
         meta = {"name": source.name, "source": source.location, "sha256": digest, "sha256_of": of, "published": source.published}
-        return _materialize(spark, digest, semantics, lambda: generators.generate(spark, kind, params, partitions), meta, partitions)
+        return _materialize(
+            spark, digest, semantics, lambda: generators.generate(spark, kind, params, partitions), meta, partitions
+        )
     path = Path(source.location)
     if source.urls and not path.exists():
-        raise DataError(f"dataset '{source.name}' is not downloaded: run `python -m harness datasets fetch {source.name}` "
-                        f"(or add `--from PATH` with a copy of {source.download_name})")
+        raise DataError(
+            f"dataset '{source.name}' is not downloaded: run `python -m harness datasets fetch {source.name}` "
+            f"(or add `--from PATH` with a copy of {source.download_name})"
+        )
     if not path.exists():
         raise DataError(f"edge file {path}: not found")
     fmt = source.fmt or edgelist.detect_format(path)
     digest, of = _present_key_material(source)
-    meta = {"name": source.name, "source": str(path), "sha256": digest, "sha256_of": of, "format": fmt, "published": source.published}
+    meta = {
+        "name": source.name,
+        "source": str(path),
+        "sha256": digest,
+        "sha256_of": of,
+        "format": fmt,
+        "published": source.published,
+    }
     return _materialize(spark, digest, semantics, lambda: edgelist.read_edges(spark, path, fmt, scratch), meta, partitions)
 
 
-def from_edges(spark: SparkSession, edges: list[tuple[int, int]], semantics: str, name: str = "inline", partitions: int = 2) -> Graph:
+def from_edges(
+    spark: SparkSession, edges: list[tuple[int, int]], semantics: str, name: str = "inline", partitions: int = 2
+) -> Graph:
     """A graph given as a Python list of (src, dst), through the same canonicalisation and cache."""
     text = "\n".join(f"{s} {d}" for s, d in edges)
     digest = hashlib.sha256(text.encode()).hexdigest()
@@ -406,6 +486,20 @@ def from_canonical_parquet(spark: SparkSession, path: Path, semantics: str, name
     """A graph already in canonical form (e.g. a dynamic run's current state), read as is: no cache."""
     df = spark.read.parquet(str(path)).repartition(partitions).persist()
     edges = df.count()
-    return Graph(name=name, source=str(path), semantics=semantics, path=Path(path).parent, vertices=-1, edges=edges,
-                 sha256="", sha256_of="none (canonical state of a dynamic run)", fingerprint="", cleaning={}, degrees={},
-                 published={}, cache_hit=False, df=df, relation=Path(path))
+    return Graph(
+        name=name,
+        source=str(path),
+        semantics=semantics,
+        path=Path(path).parent,
+        vertices=-1,
+        edges=edges,
+        sha256="",
+        sha256_of="none (canonical state of a dynamic run)",
+        fingerprint="",
+        cleaning={},
+        degrees={},
+        published={},
+        cache_hit=False,
+        df=df,
+        relation=Path(path),
+    )

@@ -2,6 +2,7 @@
 harness applies the same batches to a reference edge set of its own (DuckDB, set semantics, in order)
 and recounts the initial graph and the graph after every batch with an independent oracle (networkx,
 DuckDB, GraphBLAS or the native counter, as `auto` picks them): never with an implementation."""
+
 from __future__ import annotations
 
 import threading
@@ -24,14 +25,19 @@ class Reference:
         self.updates = f"read_parquet('{stream.updates_path}/*.parquet')"
         self.workdir = workdir
         self.semantics = semantics
-        canonical = ("SELECT DISTINCT least(src, dst) AS src, greatest(src, dst) AS dst FROM d WHERE src <> dst"
-                     if semantics == "undirected" else "SELECT src, dst FROM d")
+        canonical = (
+            "SELECT DISTINCT least(src, dst) AS src, greatest(src, dst) AS dst FROM d WHERE src <> dst"
+            if semantics == "undirected"
+            else "SELECT src, dst FROM d"
+        )
         self.con.execute(f"CREATE VIEW canonical AS {canonical}")
 
     def apply(self, batch: int) -> None:
         """Set semantics in order: each pair ends as its last update in the batch left it."""
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE last AS SELECT src, dst, arg_max(diff, seq) AS diff "
-                         f"FROM {self.updates} WHERE batch = {int(batch)} GROUP BY src, dst")
+        self.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE last AS SELECT src, dst, arg_max(diff, seq) AS diff "
+            f"FROM {self.updates} WHERE batch = {int(batch)} GROUP BY src, dst"
+        )
         self.con.execute("DELETE FROM d WHERE (src, dst) IN (SELECT src, dst FROM last)")
         self.con.execute("INSERT INTO d SELECT src, dst FROM last WHERE diff > 0")
 
@@ -92,23 +98,41 @@ def recount(reference: Reference, pattern: Pattern, choice: str, timeout_s: floa
 
 
 def batch_entry(batch: int, updates: int, seconds: float, outcome, count: int, check: dict, recompute: dict | None) -> dict:
-    entry = {"batch": batch, "updates": updates, "seconds": round(seconds, 4), "delta_count": outcome.delta,
-             "count": count, **check,
-             "agrees": None if check["oracle_count"] is None else check["oracle_count"] == count,
-             "output_changes": outcome.output_changes,
-             "updates_per_s": round(updates / seconds, 1) if seconds else None,
-             "output_changes_per_s": round(outcome.output_changes / seconds, 1) if seconds else None}
+    entry = {
+        "batch": batch,
+        "updates": updates,
+        "seconds": round(seconds, 4),
+        "delta_count": outcome.delta,
+        "count": count,
+        **check,
+        "agrees": None if check["oracle_count"] is None else check["oracle_count"] == count,
+        "output_changes": outcome.output_changes,
+        "updates_per_s": round(updates / seconds, 1) if seconds else None,
+        "output_changes_per_s": round(outcome.output_changes / seconds, 1) if seconds else None,
+    }
     if recompute is not None:  # a timing comparison; its count is agreement, not verification
-        entry.update(recompute_s=recompute["seconds"], recompute_count=recompute["count"],
-                     recompute_agrees=recompute["count"] == count)
+        entry.update(
+            recompute_s=recompute["seconds"], recompute_count=recompute["count"], recompute_agrees=recompute["count"] == count
+        )
         if seconds:
             entry["recompute_over_update"] = round(recompute["seconds"] / seconds, 2)
     if check.get("oracle_count_s") and seconds:
         entry["oracle_count_over_update"] = round(check["oracle_count_s"] / seconds, 2)
     counters = outcome.counters
-    entry["applied"] = {k: counters[k] for k in ("pairs_touched", "inserts_ignored", "deletes_ignored", "edges_inserted",
-                                                 "edges_deleted", "relation_inserted", "relation_deleted", "compacted")
-                        if k in counters}
+    entry["applied"] = {
+        k: counters[k]
+        for k in (
+            "pairs_touched",
+            "inserts_ignored",
+            "deletes_ignored",
+            "edges_inserted",
+            "edges_deleted",
+            "relation_inserted",
+            "relation_deleted",
+            "compacted",
+        )
+        if k in counters
+    }
     entry["index"] = counters.get("index", {})
     entry["logical"] = {k: counters[k] for k in ("tuples_exchanged", "rounds", "proposals", "delta_queries") if k in counters}
     if outcome.changes is not None:
@@ -124,12 +148,21 @@ def summary(initial: dict, entries: list[dict]) -> dict:
     wrong = [s.get("batch", "initial") for s in states if s["agrees"] is False]
     status = "ok" if len(checked) == len(states) else ("skipped" if not checked else "partial")
     oracles = sorted({s["oracle"] for s in states})
-    check = {"name": "recount after every batch", "oracles": oracles, "status": status,
-             "states": len(states), "states_checked": len(checked), "disagreeing_batches": wrong,
-             "count": states[-1]["oracle_count"], "agrees": (not wrong) if checked else None,
-             "seconds": round(sum(s.get("oracle_seconds", 0) for s in states), 3)}
+    check = {
+        "name": "recount after every batch",
+        "oracles": oracles,
+        "status": status,
+        "states": len(states),
+        "states_checked": len(checked),
+        "disagreeing_batches": wrong,
+        "count": states[-1]["oracle_count"],
+        "agrees": (not wrong) if checked else None,
+        "seconds": round(sum(s.get("oracle_seconds", 0) for s in states), 3),
+    }
     if status != "ok":
         missed = [s for s in states if s["agrees"] is None]
-        check["reason"] = (f"{len(missed)} of {len(states)} states were not recounted "
-                           f"({missed[0].get('batch', 'initial')}: {missed[0].get('oracle_status')})")
+        check["reason"] = (
+            f"{len(missed)} of {len(states)} states were not recounted "
+            f"({missed[0].get('batch', 'initial')}: {missed[0].get('oracle_status')})"
+        )
     return check

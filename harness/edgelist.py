@@ -1,5 +1,6 @@
 """Read edge-list files (SNAP text and `lg`, plain or gzip) into a Spark DataFrame (src, dst),
 rejecting the first malformed line with its file and line number."""
+
 from __future__ import annotations
 
 import gzip
@@ -16,10 +17,10 @@ from .errors import DataError
 # Text layouts: field separator, what the first line may be, and whether the columns are (dst, src).
 _TEXT = {
     "snap": (r"[ \t]+", None, False),
-    "lg": (",", "lg-header", False),          # first line `n,m,u|d,...`, 1-based ids
+    "lg": (",", "lg-header", False),  # first line `n,m,u|d,...`, 1-based ids
     "csv": (",", "optional-names", False),
     "tsv": ("\t", "optional-names", False),
-    "twitter_rv": (r"[ \t]+", None, True),   # Kwak et al.: `user follower`, i.e. follower -> user
+    "twitter_rv": (r"[ \t]+", None, True),  # Kwak et al.: `user follower`, i.e. follower -> user
 }
 FORMATS = (*_TEXT, "parquet")
 ID_RANGE = "[-2^63, 2^63-1]"  # vertex ids are signed 64-bit integers: every one of them is accepted
@@ -91,8 +92,15 @@ def read_edges(spark: SparkSession, path: Path, fmt: str, scratch: Path) -> Data
     return fields.select(F.col(src).cast("bigint").alias("src"), F.col(dst).cast("bigint").alias("dst"))
 
 
-def read_fields(spark: SparkSession, path: Path, patterns: list[str], separator: str = r"[ \t]+",
-                first: str | None = None, scratch: Path | None = None, position: bool = False) -> DataFrame:
+def read_fields(
+    spark: SparkSession,
+    path: Path,
+    patterns: list[str],
+    separator: str = r"[ \t]+",
+    first: str | None = None,
+    scratch: Path | None = None,
+    position: bool = False,
+) -> DataFrame:
     """Lines of exactly len(patterns) fields, each matching its pattern, as string columns f0, f1, ...
     (plus `pos`, increasing in file order, if `position`). Blank and `#` lines are skipped. The first
     bad line raises DataError naming file and line."""
@@ -114,12 +122,13 @@ def read_fields(spark: SparkSession, path: Path, patterns: list[str], separator:
         ok = ok & F.coalesce(f.rlike(f"^(?:{pattern})$"), F.lit(False))
         if pattern == ID_PATTERN:
             ok = ok & f.try_cast("bigint").isNotNull()
-    parsed = lines.select("pos", "part", skip.alias("skip"), ok.alias("ok"),
-                          *[f.alias(f"f{i}") for i, f in enumerate(field)])
+    parsed = lines.select("pos", "part", skip.alias("skip"), ok.alias("ok"), *[f.alias(f"f{i}") for i, f in enumerate(field)])
     bad = parsed.filter(~F.col("skip") & ~F.col("ok")).agg(F.min("pos").alias("pos")).first()
     if bad is not None and bad["pos"] is not None:
         _raise_bad_line(lines, path, bad["pos"], patterns)
-    return parsed.filter(F.col("ok") & ~F.col("skip")).select(*(["pos"] if position else []), *[f"f{i}" for i in range(len(patterns))])
+    return parsed.filter(F.col("ok") & ~F.col("skip")).select(
+        *(["pos"] if position else []), *[f"f{i}" for i in range(len(patterns))]
+    )
 
 
 def _read_parquet(spark: SparkSession, path: Path) -> DataFrame:

@@ -1,4 +1,5 @@
 """Typed failures. Each maps to a result status (LDBC Graphalytics style)."""
+
 from __future__ import annotations
 
 

@@ -1,6 +1,7 @@
 """Download registry datasets into the data directory: resumable (`.part` + HTTP Range), checked
 against the expected sha256 and size, renamed into place atomically. `--from PATH` takes a file
 supplied by hand instead. Offline, it fails at once naming the URLs, and leaves nothing behind."""
+
 from __future__ import annotations
 
 import json
@@ -89,8 +90,10 @@ def fetch(source: Source, from_path: Path | None = None, timeout_s: float = 20.0
                         errors.append(f"{url} ({getattr(exc, 'reason', exc)})")
                 else:
                     raise DataError(
-                        f"cannot download '{source.name}': " + "; ".join(errors) +
-                        f". Download it by other means and run: python -m harness datasets fetch {source.name} --from /path/to/{download_name}")
+                        f"cannot download '{source.name}': "
+                        + "; ".join(errors)
+                        + f". Download it by other means and run: python -m harness datasets fetch {source.name} --from /path/to/{download_name}"
+                    )
         try:
             record = _check(downloaded, source)
         except DataError:

@@ -10,6 +10,7 @@ A baseline from another machine is flagged and its times are not compared. With 
 baseline's commit is checked out beside the tree and both run trial by trial, alternating, in this
 gate; the times compared are those, so old and new share the machine and its load.
 Exit codes: 0 pass, 1 regression, 2 failure (a run failed, or the baseline does not fit)."""
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,10 @@ def run_key(record: dict) -> str:
     """What a run measures: implementation, query, dataset, semantics, W and parameters."""
     params = {k: v for k, v in sorted(record.get("params", {}).items()) if k != "workers"}
     extra = "" if not params else " " + ",".join(f"{k}={v}" for k, v in params.items())
-    return (f"{record['implementation']} {record['query'].get('name')} {record['dataset'].get('name')} "
-            f"{record['semantics']} W={record['params'].get('workers')}{extra}")
+    return (
+        f"{record['implementation']} {record['query'].get('name')} {record['dataset'].get('name')} "
+        f"{record['semantics']} W={record['params'].get('workers')}{extra}"
+    )
 
 
 def logical_scalars(logical: dict, prefix: str = "") -> dict[str, float]:
@@ -56,8 +59,12 @@ def logical_scalars(logical: dict, prefix: str = "") -> dict[str, float]:
 def machine_key(machine: dict) -> dict:
     """What makes two machines comparable for timing (the hostname of a CI container is not)."""
     memory = machine.get("memory_bytes")
-    return {"cpus": machine.get("cpus"), "cpu_model": machine.get("cpu_model"), "machine": machine.get("machine"),
-            "memory_gib": round(memory / 2**30) if memory else None}
+    return {
+        "cpus": machine.get("cpus"),
+        "cpu_model": machine.get("cpu_model"),
+        "machine": machine.get("machine"),
+        "memory_gib": round(memory / 2**30) if memory else None,
+    }
 
 
 def summarize(records: list[dict]) -> dict[str, dict]:
@@ -75,8 +82,9 @@ def summarize(records: list[dict]) -> dict[str, dict]:
     return runs
 
 
-def make_baseline(name: str, workload: str, tier: str | None, records: list[dict], threshold: float,
-                  min_seconds: float = DEFAULT_MIN_SECONDS) -> dict:
+def make_baseline(
+    name: str, workload: str, tier: str | None, records: list[dict], threshold: float, min_seconds: float = DEFAULT_MIN_SECONDS
+) -> dict:
     bad = [f"{run_key(r)}: {r['status']}" for r in records if r["status"] != "OK"]
     if bad:
         raise DataError(f"baseline {name}: every run must be OK, got {bad[0]}")
@@ -84,10 +92,19 @@ def make_baseline(name: str, workload: str, tier: str | None, records: list[dict
     for key, entry in runs.items():
         if len(set(entry["count"])) != 1:
             raise DataError(f"baseline {name}: {key}: trials disagree on the count {sorted(set(entry['count']))}")
-    return {"schema": SCHEMA, "name": name, "workload": workload, "tier": tier, "created": results.now_iso(),
-            "git": records[0]["git"], "machine": records[0]["machine"], "time_threshold": threshold,
-            "min_seconds": min_seconds,
-            "trials": max(len(e["count"]) for e in runs.values()), "runs": runs}
+    return {
+        "schema": SCHEMA,
+        "name": name,
+        "workload": workload,
+        "tier": tier,
+        "created": results.now_iso(),
+        "git": records[0]["git"],
+        "machine": records[0]["machine"],
+        "time_threshold": threshold,
+        "min_seconds": min_seconds,
+        "trials": max(len(e["count"]) for e in runs.values()),
+        "runs": runs,
+    }
 
 
 def load_baseline(path: Path) -> dict:
@@ -129,14 +146,16 @@ def run_paired(baseline: dict, trials: int, out_dir: Path, master: str | None = 
     sides: dict[str, list[dict]] = {"old": [], "new": []}
     with tempfile.TemporaryDirectory(prefix="harness-gate-") as tmp:
         old_tree = Path(tmp) / "old"
-        subprocess.run(["git", "-C", str(results.REPO), "worktree", "add", "--detach", "--quiet", str(old_tree), commit],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(results.REPO), "worktree", "add", "--detach", "--quiet", str(old_tree), commit],
+            check=True,
+            capture_output=True,
+        )
         try:
             for trial in range(trials):
                 for side, tree in (("old", old_tree), ("new", results.REPO)):
                     target = out_dir / f"{side}-t{trial}"
-                    command = [sys.executable, "-m", "harness", "bench", workload_file, "--trials", "1",
-                               "--results", str(target)]
+                    command = [sys.executable, "-m", "harness", "bench", workload_file, "--trials", "1", "--results", str(target)]
                     command += ["--tier", baseline["tier"]] if baseline.get("tier") else []
                     command += ["--master", master] if master else []
                     log(f"gate --paired: trial {trial + 1}/{trials}, {side} ({commit[:7] if side == 'old' else 'this tree'})")
@@ -187,8 +206,14 @@ class Comparison:
         return [f for f in self.findings if f.verdict not in ("ok",)]
 
 
-def compare(baseline: dict, current: dict[str, dict], machine: dict, threshold: float | None = None,
-            timing: str = "binding", min_seconds: float | None = None) -> Comparison:
+def compare(
+    baseline: dict,
+    current: dict[str, dict],
+    machine: dict,
+    threshold: float | None = None,
+    timing: str = "binding",
+    min_seconds: float | None = None,
+) -> Comparison:
     """Compare summarized runs with a baseline. `timing` is "binding" (a slower run is a regression)
     or "advisory" (reported, never failing: for shared CI machines)."""
     threshold = baseline.get("time_threshold", DEFAULT_TIME_THRESHOLD) if threshold is None else threshold
@@ -204,8 +229,15 @@ def compare(baseline: dict, current: dict[str, dict], machine: dict, threshold: 
             out.findings.append(Finding(key, "status", "OK", failed[0], "failure"))
             continue
         old_count, counts = old["count"][0], sorted(set(new["count"]))
-        out.findings.append(Finding(key, "count", old_count, counts[0] if len(counts) == 1 else counts,
-                                    "ok" if counts == [old_count] else "regression"))
+        out.findings.append(
+            Finding(
+                key,
+                "count",
+                old_count,
+                counts[0] if len(counts) == 1 else counts,
+                "ok" if counts == [old_count] else "regression",
+            )
+        )
         old_logical = old["logical"][0]
         for name in sorted(set(old_logical) | set().union(*(set(t) for t in new["logical"]))):
             before = old_logical.get(name)
@@ -216,11 +248,22 @@ def compare(baseline: dict, current: dict[str, dict], machine: dict, threshold: 
                 continue
             worst = max(values, key=lambda v: abs(v - before))
             change = _relative(before, worst)
-            out.findings.append(Finding(key, name, before, worst, "ok" if abs(change) <= COUNTER_TOLERANCE else "regression",
-                                        f"{change:+.1%}" if change else ""))
+            out.findings.append(
+                Finding(
+                    key,
+                    name,
+                    before,
+                    worst,
+                    "ok" if abs(change) <= COUNTER_TOLERANCE else "regression",
+                    f"{change:+.1%}" if change else "",
+                )
+            )
         for t in TIMES:
-            out.findings.append(_compare_times(key, t, old["times"].get(t, []), new["times"].get(t, []), threshold,
-                                               min_seconds, timing, out.same_machine))
+            out.findings.append(
+                _compare_times(
+                    key, t, old["times"].get(t, []), new["times"].get(t, []), threshold, min_seconds, timing, out.same_machine
+                )
+            )
     for key in sorted(set(current) - set(baseline["runs"])):
         out.findings.append(Finding(key, "run", "missing", "present", "advisory", "new run, not in the baseline"))
     return out
@@ -232,8 +275,9 @@ def _relative(before: float, after: float) -> float:
     return (after - before) / abs(before) if before else float("inf")
 
 
-def _compare_times(key: str, name: str, old: list[float], new: list[float], threshold: float, min_seconds: float,
-                   timing: str, same_machine: bool) -> Finding:
+def _compare_times(
+    key: str, name: str, old: list[float], new: list[float], threshold: float, min_seconds: float, timing: str, same_machine: bool
+) -> Finding:
     if not old or not new:
         return Finding(key, name, old or None, new or None, "not compared", "no times")
     before, after = statistics.median(old), statistics.median(new)
@@ -246,8 +290,14 @@ def _compare_times(key: str, name: str, old: list[float], new: list[float], thre
     bound = max(before * (1 + threshold), before + min_seconds)
     consistent = min(new) > bound  # every new trial, not just the median
     if after > bound and consistent:
-        return Finding(key, name, before, after, "regression" if timing == "binding" else "advisory",
-                       text + "; every trial past the threshold")
+        return Finding(
+            key,
+            name,
+            before,
+            after,
+            "regression" if timing == "binding" else "advisory",
+            text + "; every trial past the threshold",
+        )
     if after > bound:
         return Finding(key, name, before, after, "ok", text + "; not every trial past the threshold (noise)")
     if ratio > 1 + threshold:
@@ -258,9 +308,11 @@ def _compare_times(key: str, name: str, old: list[float], new: list[float], thre
 def render(comparison: Comparison, baseline: dict, path: Path, verbose: bool = False) -> list[str]:
     """A readable diff: the baseline's provenance, then every finding that is not ok (all with verbose)."""
     git = baseline.get("git") or {}
-    lines = [f"gate: baseline {path} ({baseline['workload']}"
-             f"{'' if not baseline.get('tier') else ', tier ' + baseline['tier']}; commit {str(git.get('commit'))[:7]}, "
-             f"recorded {baseline.get('created')})"]
+    lines = [
+        f"gate: baseline {path} ({baseline['workload']}"
+        f"{'' if not baseline.get('tier') else ', tier ' + baseline['tier']}; commit {str(git.get('commit'))[:7]}, "
+        f"recorded {baseline.get('created')})"
+    ]
     if baseline.get("paired"):
         lines.append("  times: paired (the baseline's commit rerun beside this tree, alternating trials)")
     if not comparison.same_machine:
@@ -277,8 +329,10 @@ def render(comparison: Comparison, baseline: dict, path: Path, verbose: bool = F
             lines.append(f"    {f.what:<28} {_fmt(f.old):>16} -> {_fmt(f.new):<16} {f.verdict.upper():<12} {f.note}".rstrip())
     checked = len([f for f in comparison.findings if f.verdict == "ok"])
     verdict = {PASS: "PASS", REGRESSION: "REGRESSION", FAILURE: "FAILURE"}[comparison.exit_code]
-    lines.append(f"gate: {verdict}: {len(runs)} runs, {checked} checks ok, {len(comparison.problems())} flagged "
-                 f"(exit {comparison.exit_code})")
+    lines.append(
+        f"gate: {verdict}: {len(runs)} runs, {checked} checks ok, {len(comparison.problems())} flagged "
+        f"(exit {comparison.exit_code})"
+    )
     return lines
 
 

@@ -2,6 +2,7 @@
 
 Every random draw is a hash of (seed, edge index, draw number), so the edge multiset is the same
 whatever the number of partitions."""
+
 from __future__ import annotations
 
 import math
@@ -95,7 +96,8 @@ def erdos_renyi(spark: SparkSession, p: ErParams, partitions: int) -> DataFrame:
     p.validate()
     i = F.col("id")
     return spark.range(0, p.m, numPartitions=partitions).select(
-        _uniform_vertex(p.seed, i, 0, p.n).alias("src"), _uniform_vertex(p.seed, i, 1, p.n).alias("dst"))
+        _uniform_vertex(p.seed, i, 0, p.n).alias("src"), _uniform_vertex(p.seed, i, 1, p.n).alias("dst")
+    )
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,7 @@ def chung_lu(spark: SparkSession, p: ChungLuParams, partitions: int) -> DataFram
     """Each endpoint is drawn by inverting the continuous CDF of the weights (closed form)."""
     p.validate()
     e = 1.0 - 1.0 / (p.gamma - 1.0)  # in (0, 1) because gamma > 2
-    lo, hi = p.offset ** e, (p.n + p.offset) ** e
+    lo, hi = p.offset**e, (p.n + p.offset) ** e
     i = F.col("id")
 
     def endpoint(draw: int) -> Column:
@@ -159,7 +161,8 @@ def hub_family(spark: SparkSession, p: HubsParams, partitions: int) -> DataFrame
     src = F.when(i < hub_rows, hub).otherwise(_uniform_vertex(p.seed, i, 0, p.n))
     dst = F.when(i < hub_rows, spoke).otherwise(_uniform_vertex(p.seed, i, 1, p.n))
     return spark.range(0, hub_rows + p.m, numPartitions=partitions).select(
-        _affine_scramble(src, p.n, p.seed).alias("src"), _affine_scramble(dst, p.n, p.seed).alias("dst"))
+        _affine_scramble(src, p.n, p.seed).alias("src"), _affine_scramble(dst, p.n, p.seed).alias("dst")
+    )
 
 
 GENERATORS: dict[str, tuple[type, Callable[[SparkSession, Any, int], DataFrame]]] = {

@@ -6,6 +6,7 @@ other machines are measured by Spark itself (metrics.SparkCounters: per-stage pe
 Sampling misses short peaks, so for the driver's Python process and its JVM the kernel's own
 high-water mark (VmHWM) is reset at the window's start (/proc/PID/clear_refs) and read with every
 sample; `*_hwm` in the report says which processes were measured that way."""
+
 from __future__ import annotations
 
 import threading
@@ -87,8 +88,12 @@ class MemorySampler:
 
     def read(self) -> dict[str, int]:
         vm = psutil.virtual_memory()
-        return {"driver_python_rss": _rss(self.me), "driver_jvm_rss": _rss(self.jvm),
-                "jvm_child_python_rss": _children_rss(self.jvm), "machine_used": vm.total - vm.available}
+        return {
+            "driver_python_rss": _rss(self.me),
+            "driver_jvm_rss": _rss(self.jvm),
+            "jvm_child_python_rss": _children_rss(self.jvm),
+            "machine_used": vm.total - vm.available,
+        }
 
     def _take(self) -> None:
         now = self.read()
@@ -128,9 +133,13 @@ class MemorySampler:
         self._take()
 
     def report(self) -> dict:
-        out = {"window": "index + query (and a dynamic run's update batches, not its recounts)", "sampled_every_s": self.interval_s, "samples": self.samples,
-               "driver_jvm_sampled": self.jvm is not None,
-               **{f"{k}_hwm": v for k, v in self.hwm.items()}}
+        out = {
+            "window": "index + query (and a dynamic run's update batches, not its recounts)",
+            "sampled_every_s": self.interval_s,
+            "samples": self.samples,
+            "driver_jvm_sampled": self.jvm is not None,
+            **{f"{k}_hwm": v for k, v in self.hwm.items()},
+        }
         for k in FIELDS:
             out[f"{k}_start_bytes"] = self.start.get(k)
             out[f"{k}_peak_bytes"] = self.peak.get(k)

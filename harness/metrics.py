@@ -3,6 +3,7 @@
 
 A *round* is an executed stage that reads shuffle data: the receiving side of one exchange, where
 the MPC model measures load. Its per-task records read are the per-worker loads."""
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,15 @@ from .errors import ExecutionError
 _EXEC_METRICS = ("JVMHeapMemory", "OnHeapExecutionMemory", "ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory")
 # Spark's stage totals behind the time breakdown, with their units: CPU and shuffle-write times are
 # nanoseconds, the rest milliseconds. Executor CPU time is the JVM's alone (not the Python worker's).
-_STAGE_TIMES = {"executor_run_s": ("executorRunTime", 1e-3), "executor_cpu_s": ("executorCpuTime", 1e-9),
-                "gc_s": ("jvmGcTime", 1e-3), "deserialize_s": ("executorDeserializeTime", 1e-3),
-                "result_serialize_s": ("resultSerializationTime", 1e-3), "shuffle_write_s": ("shuffleWriteTime", 1e-9),
-                "shuffle_fetch_wait_s": ("shuffleFetchWaitTime", 1e-3)}
+_STAGE_TIMES = {
+    "executor_run_s": ("executorRunTime", 1e-3),
+    "executor_cpu_s": ("executorCpuTime", 1e-9),
+    "gc_s": ("jvmGcTime", 1e-3),
+    "deserialize_s": ("executorDeserializeTime", 1e-3),
+    "result_serialize_s": ("resultSerializationTime", 1e-3),
+    "shuffle_write_s": ("shuffleWriteTime", 1e-9),
+    "shuffle_fetch_wait_s": ("shuffleFetchWaitTime", 1e-3),
+}
 
 
 def _phase_times() -> dict:
@@ -74,9 +80,19 @@ class SparkCounters:
         jobs = self._jobs(set(groups), settle_s)
         stage_ids = sorted({s for j in jobs for s in j["stageIds"]})
         phase_of = {s: j.get("jobGroup") for j in jobs for s in j["stageIds"]}
-        totals = dict(shuffle_write_records=0, shuffle_write_bytes=0, shuffle_read_records=0, shuffle_read_bytes=0,
-                      spill_bytes=0, spill_memory_bytes=0, peak_exec_memory_bytes=0, tasks=0, stages=0,
-                      failed_tasks=0, stage_retries=0)
+        totals = dict(
+            shuffle_write_records=0,
+            shuffle_write_bytes=0,
+            shuffle_read_records=0,
+            shuffle_read_bytes=0,
+            spill_bytes=0,
+            spill_memory_bytes=0,
+            peak_exec_memory_bytes=0,
+            tasks=0,
+            stages=0,
+            failed_tasks=0,
+            stage_retries=0,
+        )
         per_round = []
         times: dict[str, dict] = {}  # phase -> Spark's time totals over its stages
         peaks = {k: 0 for k in _EXEC_METRICS}
@@ -114,24 +130,36 @@ class SparkCounters:
                 spent["slowest_tasks_s"] += slowest  # the stage's critical path: stages of one run follow each other
                 spent["stages"] += 1
                 for t in tasks:
-                    totals["peak_exec_memory_bytes"] = max(totals["peak_exec_memory_bytes"], t["taskMetrics"].get("peakExecutionMemory", 0))
+                    totals["peak_exec_memory_bytes"] = max(
+                        totals["peak_exec_memory_bytes"], t["taskMetrics"].get("peakExecutionMemory", 0)
+                    )
                 reads = [t["taskMetrics"]["shuffleReadMetrics"]["recordsRead"] for t in tasks]
-                read_bytes = [t["taskMetrics"]["shuffleReadMetrics"].get("localBytesRead", 0)
-                              + t["taskMetrics"]["shuffleReadMetrics"].get("remoteBytesRead", 0) for t in tasks]
+                read_bytes = [
+                    t["taskMetrics"]["shuffleReadMetrics"].get("localBytesRead", 0)
+                    + t["taskMetrics"]["shuffleReadMetrics"].get("remoteBytesRead", 0)
+                    for t in tasks
+                ]
                 if attempt.get("shuffleReadRecords", 0) > 0 and reads:
-                    per_round.append({
-                        "stage": sid, "attempt": attempt["attemptId"], "phase": (phase_of.get(sid) or "").rsplit(":", 1)[-1],
-                        "tasks": len(reads), "records": sum(reads),
-                        "bytes": attempt.get("shuffleReadBytes", 0),
-                        "max_task_records": max(reads), "mean_task_records": sum(reads) / len(reads),
-                        "skew": (max(reads) / (sum(reads) / len(reads))) if sum(reads) else None,
-                        # Bytes per task: the load where rows are blobs of many tuples (the BiGJoin family).
-                        "max_task_bytes": max(read_bytes), "mean_task_bytes": sum(read_bytes) / len(read_bytes),
-                        "bytes_skew": (max(read_bytes) / (sum(read_bytes) / len(read_bytes))) if sum(read_bytes) else None,
-                        "executor_run_s": round(attempt.get("executorRunTime", 0) / 1e3, 3),
-                        "executor_cpu_s": round(attempt.get("executorCpuTime", 0) / 1e9, 3),
-                        "slowest_task_s": round(slowest, 3),
-                    })
+                    per_round.append(
+                        {
+                            "stage": sid,
+                            "attempt": attempt["attemptId"],
+                            "phase": (phase_of.get(sid) or "").rsplit(":", 1)[-1],
+                            "tasks": len(reads),
+                            "records": sum(reads),
+                            "bytes": attempt.get("shuffleReadBytes", 0),
+                            "max_task_records": max(reads),
+                            "mean_task_records": sum(reads) / len(reads),
+                            "skew": (max(reads) / (sum(reads) / len(reads))) if sum(reads) else None,
+                            # Bytes per task: the load where rows are blobs of many tuples (the BiGJoin family).
+                            "max_task_bytes": max(read_bytes),
+                            "mean_task_bytes": sum(read_bytes) / len(read_bytes),
+                            "bytes_skew": (max(read_bytes) / (sum(read_bytes) / len(read_bytes))) if sum(read_bytes) else None,
+                            "executor_run_s": round(attempt.get("executorRunTime", 0) / 1e3, 3),
+                            "executor_cpu_s": round(attempt.get("executorCpuTime", 0) / 1e9, 3),
+                            "slowest_task_s": round(slowest, 3),
+                        }
+                    )
         # The load L of the MPC model is the largest per-worker receive in any round; the skew is
         # reported for that heaviest round (max/mean over its tasks).
         heaviest = max(per_round, key=lambda r: r["max_task_records"], default=None)
@@ -156,9 +184,14 @@ class SparkCounters:
             per_round=per_round,
             spark_time_by_phase={phase: {k: round(v, 4) for k, v in spent.items()} for phase, spent in times.items()},
             # Each phase's shape, the stages each of its jobs ran: what spark_floor reproduces empty.
-            spark_stages_per_job={phase: [j.get("numCompletedStages", 0) for j in sorted(jobs, key=lambda j: j["jobId"])
-                                          if (j.get("jobGroup") or "").rsplit(":", 1)[-1] == phase]
-                                  for phase in times},
+            spark_stages_per_job={
+                phase: [
+                    j.get("numCompletedStages", 0)
+                    for j in sorted(jobs, key=lambda j: j["jobId"])
+                    if (j.get("jobGroup") or "").rsplit(":", 1)[-1] == phase
+                ]
+                for phase in times
+            },
         )
 
     def _executor_summary(self, since: float | None) -> dict:
@@ -169,9 +202,13 @@ class SparkCounters:
         driver: dict = next((ex for ex in executors if ex.get("id") == "driver"), {})
         return {
             "application_driver_peak_jvm_heap_bytes": (driver.get("peakMemoryMetrics") or {}).get("JVMHeapMemory") or None,
-            "executors_lost": [f"{ex['id']}: {ex.get('removeReason') or 'removed'}" for ex in executors
-                               if ex.get("id") != "driver" and not ex.get("isActive", True)
-                               and (since is None or _epoch(ex.get("removeTime")) >= since)],
+            "executors_lost": [
+                f"{ex['id']}: {ex.get('removeReason') or 'removed'}"
+                for ex in executors
+                if ex.get("id") != "driver"
+                and not ex.get("isActive", True)
+                and (since is None or _epoch(ex.get("removeTime")) >= since)
+            ],
         }
 
 

@@ -1,6 +1,7 @@
 """Declared run parameters: each implementation lists the parameters it reads (name, type, default,
 help) and the harness checks a run's parameters against those declarations before Spark starts. The
 command line's flags and their help text come from the same declarations."""
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple

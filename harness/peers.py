@@ -13,6 +13,7 @@ Every peer sees the pattern's edges and the semantics only (`oracles.Pattern`): 
 implementations' symmetry breaking. DuckDB, Kùzu, networkx, GraphBLAS and the native counter run in a
 child process that is killed at the timeout (`oracles.run_in_child`); GraphX runs in the driver and is
 cancelled through its Spark job group."""
+
 from __future__ import annotations
 
 import contextlib
@@ -28,7 +29,9 @@ from .oracles import Pattern, linalg, native, not_applicable, nx_search, run_in_
 from .oracles import edges as edge_arrays
 
 KUZU_THREADS = sql.DUCKDB_THREADS
-KUZU_BUFFER_POOL_BYTES = 12 << 30  # Kùzu keeps intermediates in its pool: 6 GiB fails on clique4 of ego-Facebook; its default is 80% of memory
+KUZU_BUFFER_POOL_BYTES = (
+    12 << 30
+)  # Kùzu keeps intermediates in its pool: 6 GiB fails on clique4 of ego-Facebook; its default is 80% of memory
 
 
 @dataclass
@@ -52,9 +55,18 @@ class PeerResult:
         return round((self.load_s or 0.0) + self.query_s, 4)
 
     def to_json(self) -> dict:
-        return {"system": self.system, "cores": self.cores, "workers": self.workers, "status": self.status,
-                "count": self.count, "load_s": self.load_s, "query_s": self.query_s, "total_s": self.total_s,
-                "error": self.error, **self.extra}
+        return {
+            "system": self.system,
+            "cores": self.cores,
+            "workers": self.workers,
+            "status": self.status,
+            "count": self.count,
+            "load_s": self.load_s,
+            "query_s": self.query_s,
+            "total_s": self.total_s,
+            "error": self.error,
+            **self.extra,
+        }
 
 
 def skipped(system: str, cores: str, reason: str) -> PeerResult:
@@ -103,8 +115,12 @@ def kuzu_cypher(pattern: Pattern) -> tuple[str, int]:
     where, divisor = [], 1
     if pattern.undirected and not clique:
         attrs = pattern.attributes
-        where = [f"{var[a]}.id <> {var[b]}.id" for i, a in enumerate(attrs) for b in attrs[i + 1:]
-                 if frozenset((a, b)) not in pattern.pairs]
+        where = [
+            f"{var[a]}.id <> {var[b]}.id"
+            for i, a in enumerate(attrs)
+            for b in attrs[i + 1 :]
+            if frozenset((a, b)) not in pattern.pairs
+        ]
         divisor = pattern.automorphisms
     return f"MATCH {', '.join(paths)}" + (f" WHERE {' AND '.join(where)}" if where else "") + " RETURN count(*)", divisor
 
@@ -163,8 +179,13 @@ def run_child_peer(system: str, cores: str, fn, args: tuple, timeout_s: float) -
     if status == "timeout":
         return PeerResult(system, cores, "TIM", error=f"timed out after {seconds:.1f} s", extra={"wall_s": seconds})
     if status != "ok":
-        return PeerResult(system, cores, "EXE", error=str(payload).strip().splitlines()[0][:300] if payload else "failed",
-                          extra={"wall_s": seconds})
+        return PeerResult(
+            system,
+            cores,
+            "EXE",
+            error=str(payload).strip().splitlines()[0][:300] if payload else "failed",
+            extra={"wall_s": seconds},
+        )
     return PeerResult(system, cores, "OK", payload["count"], payload["load_s"], payload["query_s"], extra={"wall_s": seconds})
 
 
@@ -207,8 +228,11 @@ def graphx_peer(spark, graph, pattern: Pattern, workers: int, timed) -> PeerResu
     `timed(phase, fn)` runs fn under the comparison's timeout and returns (seconds, value)."""
     cores = f"W={workers}"
     if not pattern.undirected or not pattern.is_triangle_shape:
-        return skipped("graphx", cores, "GraphX TriangleCount counts triangles only"
-                       + ("" if pattern.undirected else " (undirected semantics)"))
+        return skipped(
+            "graphx",
+            cores,
+            "GraphX TriangleCount counts triangles only" + ("" if pattern.undirected else " (undirected semantics)"),
+        )
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
@@ -238,8 +262,16 @@ def graphx_peer(spark, graph, pattern: Pattern, workers: int, timed) -> PeerResu
     try:
         load_s, edges = timed("load", load)
         query_s, triangles = timed("count", count)
-        return PeerResult("graphx", cores, "OK", triangles, round(load_s, 4), round(query_s, 4), workers=workers,
-                          extra={"graphx_edges": int(edges)})
+        return PeerResult(
+            "graphx",
+            cores,
+            "OK",
+            triangles,
+            round(load_s, 4),
+            round(query_s, 4),
+            workers=workers,
+            extra={"graphx_edges": int(edges)},
+        )
     finally:
         for g in graphs:
             with contextlib.suppress(Exception):

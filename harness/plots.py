@@ -1,4 +1,5 @@
 """Plots of run records, written as PNG beside the runs (matplotlib, no display needed)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,8 +12,11 @@ def shares_w_sweep(records: list[dict], path: Path) -> Path | None:
     for r in records:
         if r["status"] == "OK" and r.get("logical", {}).get("tuples_shipped_predicted") is not None:
             runs.setdefault(f"{r['query'].get('name')} on {r['dataset'].get('name')}", []).append(r)
-    runs = {k: sorted(v, key=lambda r: r["params"]["workers"]) for k, v in runs.items()
-            if len({r["params"]["workers"] for r in v}) > 1}
+    runs = {
+        k: sorted(v, key=lambda r: r["params"]["workers"])
+        for k, v in runs.items()
+        if len({r["params"]["workers"] for r in v}) > 1
+    }
     if not runs:
         return None
     import matplotlib
@@ -27,8 +31,9 @@ def shares_w_sweep(records: list[dict], path: Path) -> Path | None:
         lg = [r["logical"] for r in rs]
         size, tau = lg[0]["input_tuples"], lg[0]["tau_star"]
         shipped_ax.plot(w, [r["metrics"]["tuples_shipped"] for r in rs], "o-", color=colour, label=f"{label}: shipped")
-        shipped_ax.plot(w, [size * x ** (1 - 1 / tau) for x in w], "--", color=colour, alpha=0.6,
-                        label=f"IN·W^(1-1/τ*), τ*={tau:g}")
+        shipped_ax.plot(
+            w, [size * x ** (1 - 1 / tau) for x in w], "--", color=colour, alpha=0.6, label=f"IN·W^(1-1/τ*), τ*={tau:g}"
+        )
         load_ax.plot(w, [x["max_cell_load"] for x in lg], "o-", color=colour, label=f"{label}: busiest cell")
         load_ax.plot(w, [x["mean_cell_load"] for x in lg], "s:", color=colour, alpha=0.8, label="mean cell")
         load_ax.plot(w, [size / x ** (1 / tau) for x in w], "--", color=colour, alpha=0.6, label="IN/W^(1/τ*)")
@@ -84,8 +89,11 @@ def skew_crossover(records: list[dict], path: Path) -> Path | None:
         axes[1].plot(w, [critical_path(s) / max(critical_path(b), 1) for _, b, s in runs], "o-", color=colour, label=label)
         axes[2].plot(w, [b["logical"].get("max_round_load_skew") or 1 for _, b, _ in runs], "o-", color=colour)
         axes[2].plot(w, [s["logical"].get("max_round_load_skew") or 1 for _, _, s in runs], "s:", color=colour)
-    titles = ("measured query time, bigjoin-s / bigjoin (2 cores)", "critical path Σ max worker load, bigjoin-s / bigjoin",
-              "worst busy round max/mean: bigjoin (solid), bigjoin-s (dotted)")
+    titles = (
+        "measured query time, bigjoin-s / bigjoin (2 cores)",
+        "critical path Σ max worker load, bigjoin-s / bigjoin",
+        "worst busy round max/mean: bigjoin (solid), bigjoin-s (dotted)",
+    )
     for ax, title in zip(axes, titles):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("W (logical workers)")

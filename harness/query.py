@@ -1,6 +1,7 @@
 """Subgraph queries: conjunctive queries over the edge relation, parsing, validation, and the
 join specification (semantics, symmetry-breaking order constraints, attribute order) that every
 implementation and oracle receives."""
+
 from __future__ import annotations
 
 import itertools
@@ -79,8 +80,10 @@ def query_from_mapping(data: object, where: str) -> tuple[Query, dict]:
     if not isinstance(data, dict):
         raise DataError(f"{where}: a query must be a mapping with key 'edges'")
     if "allow_disconnected" in data:
-        raise DataError(f"{where}: key 'allow_disconnected' is not supported: no implementation counts a disconnected "
-                        "pattern (count each connected part as a query of its own)")
+        raise DataError(
+            f"{where}: key 'allow_disconnected' is not supported: no implementation counts a disconnected "
+            "pattern (count each connected part as a query of its own)"
+        )
     unknown = set(data) - _QUERY_KEYS
     if unknown:
         raise DataError(f"{where}: unknown key '{sorted(unknown)[0]}' (allowed: {', '.join(sorted(_QUERY_KEYS))})")
@@ -97,7 +100,7 @@ def query_from_mapping(data: object, where: str) -> tuple[Query, dict]:
                 m = _DASH_EDGE.match(item)
                 assert m is not None
                 edges.append((m.group(1), m.group(2)))
-            elif (isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) and re.fullmatch(_ATTR, v) for v in item)):
+            elif isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) and re.fullmatch(_ATTR, v) for v in item):
                 edges.append((item[0], item[1]))
             else:
                 raise DataError(f"{where}: key 'edges[{i}]' must be [a, b] or 'a-b', got {item!r}")
@@ -149,14 +152,19 @@ def validate(query: Query, semantics: str, allow_repeated_edges: bool = False) -
     for x, y in query.edges:
         key = frozenset((x, y)) if semantics == "undirected" else (x, y)
         if key in seen and not allow_repeated_edges:
-            raise DataError(f"query {query.name}: repeated edge {x}-{y}" + (" (in undirected semantics a-b and b-a are the same edge)" if semantics == "undirected" else ""))
+            raise DataError(
+                f"query {query.name}: repeated edge {x}-{y}"
+                + (" (in undirected semantics a-b and b-a are the same edge)" if semantics == "undirected" else "")
+            )
         seen.add(key)
         if x == y and semantics == "undirected":
             raise DataError(f"query {query.name}: self-loop {x}-{y} can never match a simple undirected graph")
     if not is_connected(query):
         parts = " and ".join("{" + ",".join(p) + "}" for p in components(query))
-        raise DataError(f"query {query.name}: pattern is disconnected ({parts}); no implementation counts a "
-                        "disconnected pattern: count each connected part as a query of its own")
+        raise DataError(
+            f"query {query.name}: pattern is disconnected ({parts}); no implementation counts a "
+            "disconnected pattern: count each connected part as a query of its own"
+        )
 
 
 def components(query: Query) -> list[list[str]]:

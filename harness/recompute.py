@@ -3,6 +3,7 @@ registered implementation NAME on each state of the graph, timed (index build + 
 project's own code, so its count is agreement with the maintained count, recorded as such and never
 as verification: the states are verified by dynamic.recount's independent oracle. Which
 implementation recomputes comes from configuration, by its registry name; nothing here names one."""
+
 from __future__ import annotations
 
 import time
@@ -51,5 +52,8 @@ def on_state(impl_cls: type[Implementation], spark, state: Path, spec: JoinSpec,
 
 def agreement(name: str, agrees: list[bool]) -> dict:
     """The run's `agreement` field: how many recomputed states agreed with the maintained count."""
-    return {"with": f"a fresh {name} run on every state (timing comparison, not verification)",
-            "states": len(agrees), "agreeing": sum(agrees)}
+    return {
+        "with": f"a fresh {name} run on every state (timing comparison, not verification)",
+        "states": len(agrees),
+        "agreeing": sum(agrees),
+    }

@@ -1,4 +1,5 @@
 """Result records: provenance (git, machine), ids, and atomic JSON files."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -22,8 +23,11 @@ def passes(record: dict) -> bool:
     """Whether a run lets `run`/`bench` exit 0: OK; UNVERIFIED only where the user allowed it
     (allow_unverified); TIM only where the workload declared the timeout expected."""
     status = record.get("status")
-    return (status == "OK" or (status == "UNVERIFIED" and bool(record.get("allow_unverified")))
-            or (status == "TIM" and bool(record.get("timeout_expected"))))
+    return (
+        status == "OK"
+        or (status == "UNVERIFIED" and bool(record.get("allow_unverified")))
+        or (status == "TIM" and bool(record.get("timeout_expected")))
+    )
 
 
 def now_iso() -> str:
@@ -66,8 +70,13 @@ def machine_info() -> dict:
     except OSError:
         pass
     return {
-        "hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
-        "cpus": os.cpu_count(), "cpu_model": cpu_model, "memory_bytes": mem, "python": platform.python_version(),
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "memory_bytes": mem,
+        "python": platform.python_version(),
         "java": java[1] if java else None,
     }
 

@@ -1,5 +1,6 @@
 """Run one (query, dataset, implementation, parameters) combination: load, prepare, count, measure,
 verify, and return the complete result record. Every failure becomes a typed status."""
+
 from __future__ import annotations
 
 import contextlib
@@ -27,11 +28,21 @@ if TYPE_CHECKING:
 
 # Parameters the harness itself reads from a run's params; every other key is the implementation's.
 RUN_PARAMS = (
-    Param("updates", str, None, "update stream, for an implementation that maintains counts under updates: a spec "
-                                "(holdback=0.1,batch=1000,batches=5,deletes=0.2,seed=1) or a file of `src dst ±1 batch` "
-                                "lines (then the dataset is the initial graph)"),
-    Param("recompute", str, None, "with updates: also time a fresh run of this implementation on every state "
-                                  "(the recompute an update saves; its count is agreement, not verification)"),
+    Param(
+        "updates",
+        str,
+        None,
+        "update stream, for an implementation that maintains counts under updates: a spec "
+        "(holdback=0.1,batch=1000,batches=5,deletes=0.2,seed=1) or a file of `src dst ±1 batch` "
+        "lines (then the dataset is the initial graph)",
+    ),
+    Param(
+        "recompute",
+        str,
+        None,
+        "with updates: also time a fresh run of this implementation on every state "
+        "(the recompute an update saves; its count is agreement, not verification)",
+    ),
 )
 
 
@@ -75,15 +86,29 @@ def _query_name(query: str | dict | Query) -> str | None:
 def _new_record(req: RunRequest) -> dict:
     """The result record before anything ran: every field present, filled from the request."""
     return {
-        "schema_version": results.SCHEMA_VERSION, "run_id": results.new_run_id(), "timestamp": results.now_iso(),
-        "git": results.git_info(), "machine": results.machine_info(),
-        "workload": req.workload, "trial": req.trial, "semantics": req.semantics,
+        "schema_version": results.SCHEMA_VERSION,
+        "run_id": results.new_run_id(),
+        "timestamp": results.now_iso(),
+        "git": results.git_info(),
+        "machine": results.machine_info(),
+        "workload": req.workload,
+        "trial": req.trial,
+        "semantics": req.semantics,
         "query": {"name": _query_name(req.query)},
-        "dataset": {"name": req.dataset}, "implementation": req.impl,
-        "params": {"workers": req.workers, **req.params}, "status": None, "error": None,
-        "allow_unverified": req.allow_unverified, "timeout_expected": req.timeout_expected,
-        "count": None, "verified": False, "unverified_reason": None, "oracle": None, "checks": [],
-        "metrics": {}, "logical": {},
+        "dataset": {"name": req.dataset},
+        "implementation": req.impl,
+        "params": {"workers": req.workers, **req.params},
+        "status": None,
+        "error": None,
+        "allow_unverified": req.allow_unverified,
+        "timeout_expected": req.timeout_expected,
+        "count": None,
+        "verified": False,
+        "unverified_reason": None,
+        "oracle": None,
+        "checks": [],
+        "metrics": {},
+        "logical": {},
     }
 
 
@@ -211,8 +236,11 @@ class Runner:
         query, options = load_query(req.query)
         spec = make_join_spec(query, req.semantics, req.attribute_order, **options)
         record["query"] = {
-            "name": query.name, "pattern": query.describe(), "attributes": list(query.attributes),
-            "attribute_order": list(spec.attribute_order), "less_than": [list(p) for p in spec.less_than],
+            "name": query.name,
+            "pattern": query.describe(),
+            "attributes": list(query.attributes),
+            "attribute_order": list(spec.attribute_order),
+            "less_than": [list(p) for p in spec.less_than],
             "distinct": [list(p) for p in spec.distinct],
         }
         return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, datasets.resolve(req.dataset))
@@ -230,7 +258,11 @@ class Runner:
             run.started = time.perf_counter()
         spark = self.spark
         spark_factory.set_workers(spark, req.workers)
-        record["spark"] = {"master": spark.sparkContext.master, "version": spark.version, "app_id": spark.sparkContext.applicationId}
+        record["spark"] = {
+            "master": spark.sparkContext.master,
+            "version": spark.version,
+            "app_id": spark.sparkContext.applicationId,
+        }
         graph, load_s, reused = self.graph(source, req.semantics, req.workers)
         record["dataset"] = graph.describe()
         metrics.update(load_s=round(load_s, 4), load_reused=reused)
@@ -298,8 +330,17 @@ class Runner:
             record["unverified_reason"] = None if record["verified"] or disagrees else record["oracle"].get("reason")
         else:
             graph = loaded.graph
-            check = verify(graph.published, graph.parquet_glob(), graph.edges, plan.spec, record["count"], fetch,
-                           req.oracle, req.oracle_timeout_s, answers=self._oracle_answers)
+            check = verify(
+                graph.published,
+                graph.parquet_glob(),
+                graph.edges,
+                plan.spec,
+                record["count"],
+                fetch,
+                req.oracle,
+                req.oracle_timeout_s,
+                answers=self._oracle_answers,
+            )
             disagrees = check.pop("disagrees")
             record.update(check)
         record["status"] = "VAL" if disagrees else "OK" if record["verified"] else "UNVERIFIED"
@@ -314,8 +355,15 @@ class Runner:
                 metrics.update(self._counters.collect(run.phase_groups, settle_s=5))
         metrics.setdefault("wall_s", round(time.perf_counter() - run.started, 4))
 
-    def _run_batches(self, run: _Run, plan: _Plan, impl: Implementation, stream: updates.UpdateStream,
-                     deadline: float | None, memory: MemorySampler) -> None:
+    def _run_batches(
+        self,
+        run: _Run,
+        plan: _Plan,
+        impl: Implementation,
+        stream: updates.UpdateStream,
+        deadline: float | None,
+        memory: MemorySampler,
+    ) -> None:
         """Apply the stream batch by batch (each timed), recounting the graph with an oracle after each
         one. With params `recompute: NAME`, a fresh run of registered implementation NAME on each state
         is timed too (the recompute an update saves); its count is agreement, not verification."""
@@ -337,27 +385,40 @@ class Runner:
         reference = dynamic.Reference(stream, workdir, req.semantics)
         try:
             initial = recount("initial")
-            initial.update(count=record["count"], agrees=None if initial["oracle_count"] is None else initial["oracle_count"] == record["count"])
+            initial.update(
+                count=record["count"],
+                agrees=None if initial["oracle_count"] is None else initial["oracle_count"] == record["count"],
+            )
             count, entries, sizes = record["count"], [], stream.sizes()
             for batch in stream.batches:
                 seconds, outcome = self.timed(f"{run_id}:updates", lambda: impl.apply_updates(stream.batch(batch)), deadline)  # noqa: B023 (called at once)
                 count += outcome.delta
                 reference.apply(batch)
                 check = recount(f"batch-{batch}")
-                entries.append(dynamic.batch_entry(batch, sizes[batch], seconds, outcome, count, check,
-                                                   recompute_state(f"batch-{batch}")))
+                entries.append(
+                    dynamic.batch_entry(batch, sizes[batch], seconds, outcome, count, check, recompute_state(f"batch-{batch}"))
+                )
         finally:
             reference.close()
         check = dynamic.summary(initial, entries)
         total_s = sum(e["seconds"] for e in entries)
         recounts = [e["recompute_agrees"] for e in entries if "recompute_agrees" in e]
-        record.update(count=count, initial=initial, batches=entries, checks=[check], oracle=check,
-                      verified=check["status"] == "ok" and bool(check["agrees"]),
-                      agreement=recompute.agreement(plan.recompute.name, recounts) if plan.recompute and recounts else None)
-        metrics.update(batches=len(entries), updates_s=round(total_s, 4),
-                       updates_per_s=round(sum(e["updates"] for e in entries) / total_s, 1) if total_s else None,
-                       output_changes_per_s=round(sum(e["output_changes"] for e in entries) / total_s, 1) if total_s else None,
-                       stream=stream.source)
+        record.update(
+            count=count,
+            initial=initial,
+            batches=entries,
+            checks=[check],
+            oracle=check,
+            verified=check["status"] == "ok" and bool(check["agrees"]),
+            agreement=recompute.agreement(plan.recompute.name, recounts) if plan.recompute and recounts else None,
+        )
+        metrics.update(
+            batches=len(entries),
+            updates_s=round(total_s, 4),
+            updates_per_s=round(sum(e["updates"] for e in entries) / total_s, 1) if total_s else None,
+            output_changes_per_s=round(sum(e["output_changes"] for e in entries) / total_s, 1) if total_s else None,
+            stream=stream.source,
+        )
 
     def timed(self, group: str, fn, deadline: float | None, cancelled: threading.Event | None = None):
         """Run fn in a thread tagged with a Spark job group; at the deadline cancel the group and set
@@ -404,9 +465,12 @@ def time_breakdown(metrics: dict, python_task_s: dict | None = None) -> dict:
         wall = metrics.get(f"{phase}_s")
         if not spark or wall is None:
             continue
-        out[phase] = {"wall_s": wall, "critical_path_s": round(spark["slowest_tasks_s"], 4),
-                      "scheduling_s": round(max(0.0, wall - spark["slowest_tasks_s"]), 4),
-                      **{k: v for k, v in spark.items() if k != "slowest_tasks_s"}}
+        out[phase] = {
+            "wall_s": wall,
+            "critical_path_s": round(spark["slowest_tasks_s"], 4),
+            "scheduling_s": round(max(0.0, wall - spark["slowest_tasks_s"]), 4),
+            **{k: v for k, v in spark.items() if k != "slowest_tasks_s"},
+        }
     if "query" in out and python_task_s:
         out["query"]["python_task_s"] = python_task_s
     return out

@@ -1,4 +1,5 @@
 """The one Spark session factory. Embedded local[*] by default; SPARK_MASTER or --master for a cluster."""
+
 from __future__ import annotations
 
 import os
@@ -85,9 +86,11 @@ def get_session(master: str | None = None, workers: int = 2):
     if not is_local(master):
         # Compiled kernels are cached in the store, so one host's compilation serves every host.
         numba_cache = os.environ.get("HARNESS_NUMBA_CACHE", str(store.root() / "numba-cache"))
-        builder = (builder.config("spark.executor.memory", os.environ.get("HARNESS_EXECUTOR_MEMORY", "2g"))
-                   .config("spark.executorEnv.NUMBA_CACHE_DIR", numba_cache)
-                   .config("spark.executorEnv.HARNESS_STORE", str(store.root())))
+        builder = (
+            builder.config("spark.executor.memory", os.environ.get("HARNESS_EXECUTOR_MEMORY", "2g"))
+            .config("spark.executorEnv.NUMBA_CACHE_DIR", numba_cache)
+            .config("spark.executorEnv.HARNESS_STORE", str(store.root()))
+        )
         if on_loopback(master):  # this machine's workers run this checkout's code (a worktree's too)
             builder = builder.config("spark.executorEnv.PYTHONPATH", str(Path(__file__).resolve().parent.parent))
     _session = builder.getOrCreate()
@@ -110,6 +113,7 @@ def _import_worker_modules(probe: str | None):
             pass
         if probe is not None and not os.path.exists(probe):  # the store is not the same directory here
             yield pa.RecordBatch.from_pydict({"host": [socket.gethostname() + " " + os.environ.get("SPARK_LOCAL_IP", "")]})
+
     return start
 
 
@@ -125,14 +129,20 @@ def _start_python_workers(spark, workers: int, shared: Path | None) -> None:
         probe.touch()
     try:
         parallel = max(workers, spark.sparkContext.defaultParallelism)
-        blind = spark.range(0, parallel, 1, parallel).mapInArrow(_import_worker_modules(None if probe is None else str(probe)), "host string").collect()
+        blind = (
+            spark.range(0, parallel, 1, parallel)
+            .mapInArrow(_import_worker_modules(None if probe is None else str(probe)), "host string")
+            .collect()
+        )
     finally:
         if probe is not None:
             probe.unlink(missing_ok=True)
     if blind:
         stop_session()
-        raise DataError(f"{store.SETTING}={shared}: not visible from the executor on {blind[0].host.strip()}; "
-                        f"it must be one directory that every host mounts at the same path")
+        raise DataError(
+            f"{store.SETTING}={shared}: not visible from the executor on {blind[0].host.strip()}; "
+            f"it must be one directory that every host mounts at the same path"
+        )
     warm_up()  # and local-gj's, on the driver
 
 

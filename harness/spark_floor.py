@@ -2,6 +2,7 @@
 jobs, the stages of each and W tasks per stage), built the way the BiGJoin family and Shares build
 theirs (a DataFrame of W partitions through mapInArrow, repartitioned between stages). What a phase
 spends beyond it is work; what it spends at it is what two cores cannot do faster with Spark."""
+
 from __future__ import annotations
 
 import time

@@ -1,5 +1,6 @@
 """`key=value,...` specs (or YAML mappings) to and from typed, validated parameter dataclasses.
 Used by generator specs and update-stream specs."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,8 +14,7 @@ def parse(cls, source: str | dict, what: str, noun: str = "parameter"):
     if isinstance(source, dict):
         items = list(source.items())
     else:
-        items = [(k, v if eq else None) for k, eq, v in
-                 (p.strip().partition("=") for p in source.split(",") if p.strip())]
+        items = [(k, v if eq else None) for k, eq, v in (p.strip().partition("=") for p in source.split(",") if p.strip())]
     values: dict[str, object] = {}
     for key, raw in items:
         if key not in fields or raw is None:

@@ -10,6 +10,7 @@ named by HARNESS_STORE; everything else is on the local disk of the process that
   only by a task on another host (`write_bytes`, `read_bytes`, `drop_local`).
   The local copies live in the executor's own Spark scratch directory (SPARK_LOCAL_DIRS), which
   Spark removes with the executor."""
+
 from __future__ import annotations
 
 import contextlib
@@ -40,19 +41,23 @@ def root() -> Path:
 
 def as_path(value: str) -> Path:
     if value.startswith("file://"):
-        return Path(value[len("file://"):] or "/")
+        return Path(value[len("file://") :] or "/")
     if "://" in value:
         scheme = value.split("://", 1)[0]
-        raise DataError(f"{SETTING}={value}: the harness reads the store as files on every host; mount the {scheme} "
-                        f"store (e.g. with a FUSE client) and set {SETTING} to the mount path or a file:// URI")
+        raise DataError(
+            f"{SETTING}={value}: the harness reads the store as files on every host; mount the {scheme} "
+            f"store (e.g. with a FUSE client) and set {SETTING} to the mount path or a file:// URI"
+        )
     return Path(value)
 
 
 def require_for(master: str) -> None:
     """A cluster has no directory every process sees unless the user names one."""
     if not master.startswith("local") and not configured():
-        raise DataError(f"{SETTING} is not set: the cluster master {master} needs a store (a directory every host mounts, "
-                        f"e.g. {SETTING}=/shared/harness); see docs/cluster.md, 'Running on a real cluster'")
+        raise DataError(
+            f"{SETTING} is not set: the cluster master {master} needs a store (a directory every host mounts, "
+            f"e.g. {SETTING}=/shared/harness); see docs/cluster.md, 'Running on a real cluster'"
+        )
 
 
 def new_scratch(kind: str) -> Path:
@@ -89,8 +94,9 @@ def local_copy(stored: str) -> str:
 
 
 def _not_in_store(stored: str) -> FileNotFoundError:
-    return FileNotFoundError(f"{stored}: not in the store ({SETTING}={configured() or root()}); "
-                             f"is it the same directory on every host?")
+    return FileNotFoundError(
+        f"{stored}: not in the store ({SETTING}={configured() or root()}); is it the same directory on every host?"
+    )
 
 
 def _atomic(path: str, write) -> None:
@@ -119,9 +125,11 @@ def _link_or_copy(source: str, target: str) -> None:
 
 def write_bytes(stored: str, blob: bytes) -> None:
     """`write_through` of one blob, e.g. a batch queue chunk or a stage's saved state."""
+
     def write(path: str) -> None:
         with open(path, "wb") as fh:
             fh.write(blob)
+
     write_through(stored, write)
 
 
@@ -164,6 +172,7 @@ def _array_writer(array, more: dict):
                 np.savez(fh, **more)
             else:
                 np.save(fh, array)
+
     return write
 
 

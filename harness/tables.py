@@ -1,5 +1,6 @@
 """Console tables of run records: results, the MPC-model counters of the dataflow implementations,
 Shares' grid, and one-line summaries (index sharing, time and communication side by side)."""
+
 from __future__ import annotations
 
 import statistics
@@ -39,17 +40,32 @@ def _memory_cell(memory: dict) -> str:
     """The run's own peaks, sampled in its window: driver Python, driver JVM, the JVM's Python workers."""
     if not memory:
         return "-"
-    return " / ".join(_fmt_bytes(memory.get(f"{k}_peak_bytes")) for k in ("driver_python_rss", "driver_jvm_rss", "jvm_child_python_rss"))
+    return " / ".join(
+        _fmt_bytes(memory.get(f"{k}_peak_bytes")) for k in ("driver_python_rss", "driver_jvm_rss", "jvm_child_python_rss")
+    )
 
 
 def results_table(records: list[dict], title: str) -> Table:
     table = Table(title=title, show_lines=False)
     columns: list[tuple[str, JustifyMethod]] = [
-        ("dataset", "left"), ("query", "left"), ("sem", "left"), ("impl", "left"), ("W", "right"),
-        ("status", "left"), ("count", "right"), ("verified by", "left"), ("load s", "right"),
-        ("index s", "right"), ("query s", "right"), ("shuffle rec", "right"), ("rounds", "right"),
-        ("max/mean load", "right"), ("peak exec mem", "right"), ("RSS peak py / JVM / workers", "right"),
-        ("spill", "right")]
+        ("dataset", "left"),
+        ("query", "left"),
+        ("sem", "left"),
+        ("impl", "left"),
+        ("W", "right"),
+        ("status", "left"),
+        ("count", "right"),
+        ("verified by", "left"),
+        ("load s", "right"),
+        ("index s", "right"),
+        ("query s", "right"),
+        ("shuffle rec", "right"),
+        ("rounds", "right"),
+        ("max/mean load", "right"),
+        ("peak exec mem", "right"),
+        ("RSS peak py / JVM / workers", "right"),
+        ("spill", "right"),
+    ]
     for col, justify in columns:
         table.add_column(col, justify=justify)
     for r in records:
@@ -58,12 +74,23 @@ def results_table(records: list[dict], title: str) -> Table:
         colour = {"OK": "green", "UNVERIFIED": "yellow"}.get(status, "red")
         skew = m.get("load_skew")
         table.add_row(
-            str(r["dataset"].get("name")), str(r["query"].get("name")), r["semantics"][:3], r["implementation"],
-            str(r["params"].get("workers")), f"[{colour}]{status}[/]", fmt_int(r.get("count")), _oracle_cell(r),
-            f"{m['load_s']:.2f}" if "load_s" in m else "-", f"{m['index_s']:.2f}" if "index_s" in m else "-",
-            f"{m['query_s']:.2f}" if "query_s" in m else "-", fmt_int(m.get("shuffle_records")), fmt_int(m.get("rounds")),
+            str(r["dataset"].get("name")),
+            str(r["query"].get("name")),
+            r["semantics"][:3],
+            r["implementation"],
+            str(r["params"].get("workers")),
+            f"[{colour}]{status}[/]",
+            fmt_int(r.get("count")),
+            _oracle_cell(r),
+            f"{m['load_s']:.2f}" if "load_s" in m else "-",
+            f"{m['index_s']:.2f}" if "index_s" in m else "-",
+            f"{m['query_s']:.2f}" if "query_s" in m else "-",
+            fmt_int(m.get("shuffle_records")),
+            fmt_int(m.get("rounds")),
             f"{m.get('max_task_records', 0):,} / {m.get('mean_task_records', 0):,.0f} ({skew:.2f}x)" if skew else "-",
-            _fmt_bytes(m.get("peak_exec_memory_bytes")), _memory_cell(m.get("memory") or {}), _fmt_bytes(m.get("spill_bytes")),
+            _fmt_bytes(m.get("peak_exec_memory_bytes")),
+            _memory_cell(m.get("memory") or {}),
+            _fmt_bytes(m.get("spill_bytes")),
         )
     return table
 
@@ -74,18 +101,41 @@ def logical_table(records: list[dict], title: str) -> Table | None:
     if not rows:
         return None
     table = Table(title=title)
-    for col in ("dataset", "query", "impl", "W", "B'", "prefixes per level", "proposals", "probes",
-                "tuples exchanged", "rounds", "batches", "peak in flight", "index"):
+    for col in (
+        "dataset",
+        "query",
+        "impl",
+        "W",
+        "B'",
+        "prefixes per level",
+        "proposals",
+        "probes",
+        "tuples exchanged",
+        "rounds",
+        "batches",
+        "peak in flight",
+        "index",
+    ):
         table.add_column(col, justify="left" if col in ("dataset", "query", "impl", "prefixes per level", "index") else "right")
     for r in rows:
         lg = r["logical"]
         levels = " / ".join(fmt_int(v) for v in lg.get("prefixes_per_level", {}).values())
         index = "reused" if r["metrics"].get("index_reused") else "built"
-        table.add_row(str(r["dataset"].get("name")), str(r["query"].get("name")), r["implementation"],
-                      str(r["params"].get("workers")), fmt_int(lg.get("batch_per_worker")), levels,
-                      fmt_int(lg.get("proposals")), fmt_int(lg.get("intersection_probes")),
-                      fmt_int(lg.get("tuples_exchanged")), fmt_int(lg.get("rounds")),
-                      fmt_int(sum(lg.get("batches_per_level", []))), fmt_int(lg.get("peak_prefixes_in_flight")), index)
+        table.add_row(
+            str(r["dataset"].get("name")),
+            str(r["query"].get("name")),
+            r["implementation"],
+            str(r["params"].get("workers")),
+            fmt_int(lg.get("batch_per_worker")),
+            levels,
+            fmt_int(lg.get("proposals")),
+            fmt_int(lg.get("intersection_probes")),
+            fmt_int(lg.get("tuples_exchanged")),
+            fmt_int(lg.get("rounds")),
+            fmt_int(sum(lg.get("batches_per_level", []))),
+            fmt_int(lg.get("peak_prefixes_in_flight")),
+            index,
+        )
     return table
 
 
@@ -106,8 +156,10 @@ def summary_lines(records: list[dict]) -> list[str]:
             built[key] = (built[key][0], built[key][1] + 1)
     for (dataset, semantics, impl, workers), (seconds, reused) in built.items():
         if reused:
-            lines.append(f"{impl} on {dataset} ({semantics}, W={workers}): index built once in {seconds:.2f} s and "
-                         f"reused by {reused} more run(s), saving about {seconds * reused:.2f} s")
+            lines.append(
+                f"{impl} on {dataset} ({semantics}, W={workers}): index built once in {seconds:.2f} s and "
+                f"reused by {reused} more run(s), saving about {seconds * reused:.2f} s"
+            )
 
     def total(r):
         m = r.get("metrics", {})
@@ -118,11 +170,19 @@ def summary_lines(records: list[dict]) -> list[str]:
         return (r["dataset"].get("name"), r["query"].get("name"), r["semantics"], str(sorted(params.items())), r["trial"])
 
     for r in records:  # the native floor: the independent native counter's own time (lists + count) for this check
-        floor = next((c["count_s"] for c in r.get("checks", []) if c.get("name") == "native" and c.get("status") == "ok"
-                      and c.get("count_s")), None)
+        floor = next(
+            (
+                c["count_s"]
+                for c in r.get("checks", [])
+                if c.get("name") == "native" and c.get("status") == "ok" and c.get("count_s")
+            ),
+            None,
+        )
         if floor and total(r):
-            lines.append(f"{r['implementation']} / native floor on {r['query'].get('name')} {r['dataset'].get('name')}: "
-                         f"{total(r):.2f} s / {floor:.2f} s = {total(r) / floor:.2f}x")
+            lines.append(
+                f"{r['implementation']} / native floor on {r['query'].get('name')} {r['dataset'].get('name')}: "
+                f"{total(r):.2f} s / {floor:.2f} s = {total(r) / floor:.2f}x"
+            )
     for r in records:
         for phase, t in (r.get("metrics", {}).get("time_breakdown") or {}).items():
             lines.append(time_line(r, phase, t))
@@ -132,8 +192,10 @@ def summary_lines(records: list[dict]) -> list[str]:
         if ref is None or r is ref or total(r) is None:
             continue
         agree = "same count" if r["count"] == ref["count"] else f"[red]count differs ({r['count']} vs {ref['count']})[/]"
-        lines.append(f"{r['implementation']} / local-gj on {r['query'].get('name')} {r['dataset'].get('name')}: "
-                     f"{total(r):.2f} s / {total(ref):.2f} s = {total(r) / total(ref):.2f}x ({agree})")
+        lines.append(
+            f"{r['implementation']} / local-gj on {r['query'].get('name')} {r['dataset'].get('name')}: "
+            f"{total(r):.2f} s / {total(ref):.2f} s = {total(r) / total(ref):.2f}x ({agree})"
+        )
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         if r["status"] == "OK" and r["implementation"] != "local-gj" and communication(r):
@@ -141,21 +203,28 @@ def summary_lines(records: list[dict]) -> list[str]:
     for group in groups.values():
         if len(group) > 1:
             r = group[0]
-            parts = [f"{g['implementation']} {fmt_int(c[0])} {c[1]} in {total(g):.2f} s" for g in group if (c := communication(g))]
-            lines.append(f"communication on {r['query'].get('name')} {r['dataset'].get('name')} W={r['params'].get('workers')}: " + "; ".join(parts))
+            parts = [
+                f"{g['implementation']} {fmt_int(c[0])} {c[1]} in {total(g):.2f} s" for g in group if (c := communication(g))
+            ]
+            lines.append(
+                f"communication on {r['query'].get('name')} {r['dataset'].get('name')} W={r['params'].get('workers')}: "
+                + "; ".join(parts)
+            )
     return lines
 
 
 def time_line(r: dict, phase: str, t: dict) -> str:
     """One run phase's time breakdown (runner.time_breakdown) on one line."""
     wall = t["wall_s"] or 1e-9
-    return (f"time {r['implementation']} {r['query'].get('name')} {r['dataset'].get('name')} {phase} {t['wall_s']:.2f} s: "
-            f"tasks' critical path {t['critical_path_s']:.2f} s ({t['critical_path_s'] / wall:.0%}), "
-            f"scheduling {t['scheduling_s']:.2f} s ({t['scheduling_s'] / wall:.0%}) over {t['stages']} stages; "
-            f"all tasks: run {t['executor_run_s']:.2f} s, JVM CPU {t['executor_cpu_s']:.2f}, GC {t['gc_s']:.2f}, "
-            f"deserialise {t['deserialize_s']:.2f}, shuffle write {t['shuffle_write_s']:.2f}, fetch wait {t['shuffle_fetch_wait_s']:.2f}"
-            + ("; Python: " + ", ".join(f"{k} {v:.2f}" for k, v in t["python_task_s"].items()) if t.get("python_task_s") else "")
-            + (f"; Spark's floor (empty jobs of this shape) {t['spark_floor_s']:.2f} s" if "spark_floor_s" in t else ""))
+    return (
+        f"time {r['implementation']} {r['query'].get('name')} {r['dataset'].get('name')} {phase} {t['wall_s']:.2f} s: "
+        f"tasks' critical path {t['critical_path_s']:.2f} s ({t['critical_path_s'] / wall:.0%}), "
+        f"scheduling {t['scheduling_s']:.2f} s ({t['scheduling_s'] / wall:.0%}) over {t['stages']} stages; "
+        f"all tasks: run {t['executor_run_s']:.2f} s, JVM CPU {t['executor_cpu_s']:.2f}, GC {t['gc_s']:.2f}, "
+        f"deserialise {t['deserialize_s']:.2f}, shuffle write {t['shuffle_write_s']:.2f}, fetch wait {t['shuffle_fetch_wait_s']:.2f}"
+        + ("; Python: " + ", ".join(f"{k} {v:.2f}" for k, v in t["python_task_s"].items()) if t.get("python_task_s") else "")
+        + (f"; Spark's floor (empty jobs of this shape) {t['spark_floor_s']:.2f} s" if "spark_floor_s" in t else "")
+    )
 
 
 def shares_table(records: list[dict], title: str) -> Table | None:
@@ -164,18 +233,40 @@ def shares_table(records: list[dict], title: str) -> Table | None:
     if not rows:
         return None
     table = Table(title=title)
-    for col in ("dataset", "query", "W", "shares", "cells", "input", "shipped", "= formula", "replication",
-                "cell load max / mean", "predicted", "cell work max / mean", "join s max"):
+    for col in (
+        "dataset",
+        "query",
+        "W",
+        "shares",
+        "cells",
+        "input",
+        "shipped",
+        "= formula",
+        "replication",
+        "cell load max / mean",
+        "predicted",
+        "cell work max / mean",
+        "join s max",
+    ):
         table.add_column(col, justify="left" if col in ("dataset", "query", "shares") else "right")
     for r in rows:
         lg, m = r["logical"], r["metrics"]
         exact = "[green]yes[/]" if m.get("tuples_shipped") == lg["tuples_shipped_predicted"] else "[red]no[/]"
-        table.add_row(str(r["dataset"].get("name")), str(r["query"].get("name")), str(r["params"].get("workers")),
-                      " ".join(f"{a}={s}" for a, s in lg["shares"].items()), str(lg["cells"]), fmt_int(lg["input_tuples"]),
-                      fmt_int(m.get("tuples_shipped")), exact, f"{lg['replication_factor']:.2f}",
-                      f"{fmt_int(lg['max_cell_load'])} / {lg['mean_cell_load']:,.0f}", f"{lg['predicted_cell_load']:,.0f}",
-                      f"{fmt_int(lg['max_cell_work'])} / {lg['mean_cell_work']:,.0f}",
-                      f"{max(lg['join_seconds_per_cell'], default=0):.2f}")
+        table.add_row(
+            str(r["dataset"].get("name")),
+            str(r["query"].get("name")),
+            str(r["params"].get("workers")),
+            " ".join(f"{a}={s}" for a, s in lg["shares"].items()),
+            str(lg["cells"]),
+            fmt_int(lg["input_tuples"]),
+            fmt_int(m.get("tuples_shipped")),
+            exact,
+            f"{lg['replication_factor']:.2f}",
+            f"{fmt_int(lg['max_cell_load'])} / {lg['mean_cell_load']:,.0f}",
+            f"{lg['predicted_cell_load']:,.0f}",
+            f"{fmt_int(lg['max_cell_work'])} / {lg['mean_cell_work']:,.0f}",
+            f"{max(lg['join_seconds_per_cell'], default=0):.2f}",
+        )
     return table
 
 
@@ -187,22 +278,43 @@ def balance_table(records: list[dict], title: str) -> Table | None:
     if not rows:
         return None
     table = Table(title=title)
-    for col in ("dataset", "query", "W", "impl", "rounds busy / all", "worst round max/mean", "Spark bytes max/mean",
-                "index max/mean", "tuples exchanged", "query shuffle bytes", "time s"):
+    for col in (
+        "dataset",
+        "query",
+        "W",
+        "impl",
+        "rounds busy / all",
+        "worst round max/mean",
+        "Spark bytes max/mean",
+        "index max/mean",
+        "tuples exchanged",
+        "query shuffle bytes",
+        "time s",
+    ):
         table.add_column(col, justify="left" if col in ("dataset", "query", "impl") else "right")
     for r in rows:
         lg, m = r["logical"], r["metrics"]
         # Spark sees bytes, not tuples: a busy round is taken as one of at least 8 bytes per tuple of work.
-        busy = [x for x in m.get("per_round", []) if x.get("phase") == "query"
-                and x.get("mean_task_bytes", 0) >= 8 * lg["enough_work_per_worker"]]
+        busy = [
+            x
+            for x in m.get("per_round", [])
+            if x.get("phase") == "query" and x.get("mean_task_bytes", 0) >= 8 * lg["enough_work_per_worker"]
+        ]
         spark_skew = max((x["bytes_skew"] for x in busy if x.get("bytes_skew")), default=None)
         worst = lg.get("max_round_load_skew")
-        table.add_row(str(r["dataset"].get("name")), str(r["query"].get("name")), str(r["params"].get("workers")),
-                      r["implementation"], f"{lg['rounds_with_enough_work']} / {len(lg['round_load_skew'])}",
-                      f"{worst:.2f}" if worst else "-", f"{spark_skew:.2f}" if spark_skew else "-",
-                      f"{lg['index'].get('entries_max_over_mean') or 0:.2f}", fmt_int(lg["tuples_exchanged"]),
-                      _fmt_bytes(sum(x["bytes"] for x in m.get("per_round", []) if x.get("phase") == "query")),
-                      f"{(m.get('index_s') or 0) + (m.get('query_s') or 0):.2f}")
+        table.add_row(
+            str(r["dataset"].get("name")),
+            str(r["query"].get("name")),
+            str(r["params"].get("workers")),
+            r["implementation"],
+            f"{lg['rounds_with_enough_work']} / {len(lg['round_load_skew'])}",
+            f"{worst:.2f}" if worst else "-",
+            f"{spark_skew:.2f}" if spark_skew else "-",
+            f"{lg['index'].get('entries_max_over_mean') or 0:.2f}",
+            fmt_int(lg["tuples_exchanged"]),
+            _fmt_bytes(sum(x["bytes"] for x in m.get("per_round", []) if x.get("phase") == "query")),
+            f"{(m.get('index_s') or 0) + (m.get('query_s') or 0):.2f}",
+        )
     return table
 
 
@@ -217,13 +329,23 @@ def delta_rows(records: list[dict]) -> list[dict]:
     for (dataset, query, semantics, size), bs in sorted(groups.items()):
         secs = sorted(b["seconds"] for b in bs)
         ratios = sorted(b["recompute_over_update"] for b in bs if b.get("recompute_over_update"))
-        rows.append({"dataset": dataset, "query": query, "semantics": semantics, "batch": size, "batches": len(bs),
-                     "median_s": statistics.median(secs), "updates_per_s": size * len(bs) / sum(secs),
-                     "changes_per_s": sum(b["output_changes"] for b in bs) / sum(secs),
-                     "output_changes": sum(b["output_changes"] for b in bs) / len(bs),
-                     "recompute_s": statistics.median([b["recompute_s"] for b in bs]) if ratios else None,
-                     "recompute_ratio": statistics.median(ratios) if ratios else None,
-                     "agree": sum(1 for b in bs if b["agrees"]), "checked": sum(1 for b in bs if b["agrees"] is not None)})
+        rows.append(
+            {
+                "dataset": dataset,
+                "query": query,
+                "semantics": semantics,
+                "batch": size,
+                "batches": len(bs),
+                "median_s": statistics.median(secs),
+                "updates_per_s": size * len(bs) / sum(secs),
+                "changes_per_s": sum(b["output_changes"] for b in bs) / sum(secs),
+                "output_changes": sum(b["output_changes"] for b in bs) / len(bs),
+                "recompute_s": statistics.median([b["recompute_s"] for b in bs]) if ratios else None,
+                "recompute_ratio": statistics.median(ratios) if ratios else None,
+                "agree": sum(1 for b in bs if b["agrees"]),
+                "checked": sum(1 for b in bs if b["agrees"] is not None),
+            }
+        )
     return rows
 
 
@@ -233,14 +355,36 @@ def delta_table(records: list[dict], title: str) -> Table | None:
     if not rows:
         return None
     table = Table(title=title)
-    for col in ("dataset", "query", "sem", "batch", "batches", "median s", "updates/s", "output changes/s",
-                "changes / batch", "recompute s", "recompute / update", "recounts agree"):
+    for col in (
+        "dataset",
+        "query",
+        "sem",
+        "batch",
+        "batches",
+        "median s",
+        "updates/s",
+        "output changes/s",
+        "changes / batch",
+        "recompute s",
+        "recompute / update",
+        "recounts agree",
+    ):
         table.add_column(col, justify="left" if col in ("dataset", "query", "sem") else "right")
     for x in rows:
-        table.add_row(x["dataset"], x["query"], x["semantics"][:3], fmt_int(x["batch"]), str(x["batches"]),
-                      f"{x['median_s']:.2f}", f"{x['updates_per_s']:,.0f}", f"{x['changes_per_s']:,.0f}",
-                      f"{x['output_changes']:,.0f}", f"{x['recompute_s']:.1f}" if x["recompute_s"] else "-",
-                      f"{x['recompute_ratio']:.1f}x" if x["recompute_ratio"] else "-", f"{x['agree']} / {x['batches']}")
+        table.add_row(
+            x["dataset"],
+            x["query"],
+            x["semantics"][:3],
+            fmt_int(x["batch"]),
+            str(x["batches"]),
+            f"{x['median_s']:.2f}",
+            f"{x['updates_per_s']:,.0f}",
+            f"{x['changes_per_s']:,.0f}",
+            f"{x['output_changes']:,.0f}",
+            f"{x['recompute_s']:.1f}" if x["recompute_s"] else "-",
+            f"{x['recompute_ratio']:.1f}x" if x["recompute_ratio"] else "-",
+            f"{x['agree']} / {x['batches']}",
+        )
     return table
 
 

@@ -1,6 +1,7 @@
 """Update streams for dynamic workloads: an initial graph plus batches of signed edge updates
 (src, dst, diff = +1 | -1, batch), generated from a dataset or read from a file. Within a batch,
 updates apply in order (`seq`: the file's line order) to a set of directed edges."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -63,16 +64,30 @@ def make_stream(edges: DataFrame, spec: StreamSpec) -> tuple[DataFrame, DataFram
     held = ranked.filter(F.col("u") < spec.holdback)
     initial = ranked.filter(F.col("u") >= spec.holdback)
     by_order = Window.orderBy("v", "src", "dst")
-    inserts = (held.withColumn("rank", F.row_number().over(by_order) - 1)
-               .filter(F.col("rank") < sum(spec.inserts_per_batch))
-               .select("src", "dst", F.lit(1).alias("diff"), _batch_of("rank", spec.inserts_per_batch),
-                       F.col("rank").cast("long").alias("seq")))
+    inserts = (
+        held.withColumn("rank", F.row_number().over(by_order) - 1)
+        .filter(F.col("rank") < sum(spec.inserts_per_batch))
+        .select(
+            "src",
+            "dst",
+            F.lit(1).alias("diff"),
+            _batch_of("rank", spec.inserts_per_batch),
+            F.col("rank").cast("long").alias("seq"),
+        )
+    )
     parts = [inserts]
     if sum(spec.deletes_per_batch):
-        deletes = (initial.withColumn("rank", F.row_number().over(by_order) - 1)
-                   .filter(F.col("rank") < sum(spec.deletes_per_batch))
-                   .select("src", "dst", F.lit(-1).alias("diff"), _batch_of("rank", spec.deletes_per_batch),
-                           (F.col("rank") + F.lit(1 << 40)).cast("long").alias("seq")))
+        deletes = (
+            initial.withColumn("rank", F.row_number().over(by_order) - 1)
+            .filter(F.col("rank") < sum(spec.deletes_per_batch))
+            .select(
+                "src",
+                "dst",
+                F.lit(-1).alias("diff"),
+                _batch_of("rank", spec.deletes_per_batch),
+                (F.col("rank") + F.lit(1 << 40)).cast("long").alias("seq"),
+            )
+        )
         parts.append(deletes)
     updates = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
     return initial.select("src", "dst"), updates
@@ -84,7 +99,7 @@ def _batch_of(rank: str, counts: list[int]):
     end = 0
     for i, n in enumerate(counts):
         end += n
-        out = (F.when(F.col(rank) < end, i) if out is None else out.when(F.col(rank) < end, i))
+        out = F.when(F.col(rank) < end, i) if out is None else out.when(F.col(rank) < end, i)
     assert out is not None  # counts is never empty
     return out.otherwise(len(counts)).cast("int").alias("batch")
 
@@ -94,9 +109,13 @@ def read_stream(spark: SparkSession, path: Path) -> DataFrame:
     if not path.is_file():
         raise DataError(f"update file {path}: not found")
     rows = edgelist.read_fields(spark, path, [edgelist.ID_PATTERN, edgelist.ID_PATTERN, r"[+-]?1", r"[0-9]{1,9}"], position=True)
-    return rows.select(F.col("f0").cast("bigint").alias("src"), F.col("f1").cast("bigint").alias("dst"),
-                       F.regexp_replace("f2", r"^\+", "").cast("int").alias("diff"), F.col("f3").cast("int").alias("batch"),
-                       F.col("pos").cast("long").alias("seq"))
+    return rows.select(
+        F.col("f0").cast("bigint").alias("src"),
+        F.col("f1").cast("bigint").alias("dst"),
+        F.regexp_replace("f2", r"^\+", "").cast("int").alias("diff"),
+        F.col("f3").cast("int").alias("batch"),
+        F.col("pos").cast("long").alias("seq"),
+    )
 
 
 def write_stream(updates: DataFrame, path: Path) -> None:
@@ -111,14 +130,20 @@ def write_stream(updates: DataFrame, path: Path) -> None:
 
 def insert_all(edges: DataFrame, batches: int) -> DataFrame:
     """Every edge as an insert, spread over `batches` batches by a hash of the edge."""
-    return edges.select("src", "dst", F.lit(1).alias("diff"), F.pmod(F.xxhash64("src", "dst"), F.lit(batches)).cast("int").alias("batch"),
-                        F.lit(0).cast("long").alias("seq"))
+    return edges.select(
+        "src",
+        "dst",
+        F.lit(1).alias("diff"),
+        F.pmod(F.xxhash64("src", "dst"), F.lit(batches)).cast("int").alias("batch"),
+        F.lit(0).cast("long").alias("seq"),
+    )
 
 
 @dataclass
 class UpdateStream:
     """The initial directed edge set and the update batches of a dynamic run, both in Parquet; the
     driver also holds the updates (the stream enters there, as from a file or a queue)."""
+
     source: str  # the spec or file it came from
     initial: DataFrame  # (src, dst): a set of directed edges
     updates: DataFrame  # (src, dst, diff, batch, seq)
@@ -156,6 +181,10 @@ def load_stream(spark: SparkSession, text: str, directed_edges: DataFrame, workd
     workdir.mkdir(parents=True, exist_ok=True)
     initial.select("src", "dst").write.parquet(str(workdir / "initial.parquet"))
     updates.select("src", "dst", "diff", "batch", "seq").write.parquet(str(workdir / "updates.parquet"))
-    return UpdateStream.of(text, spark.read.parquet(str(workdir / "initial.parquet")),
-                           spark.read.parquet(str(workdir / "updates.parquet")),
-                           initial_path=workdir / "initial.parquet", updates_path=workdir / "updates.parquet")
+    return UpdateStream.of(
+        text,
+        spark.read.parquet(str(workdir / "initial.parquet")),
+        spark.read.parquet(str(workdir / "updates.parquet")),
+        initial_path=workdir / "initial.parquet",
+        updates_path=workdir / "updates.parquet",
+    )

@@ -1,6 +1,7 @@
 """Check an implementation's count against published figures and the independent oracles; for small
 results, compare the full sets of matches too. Only an independent check that agreed verifies a
 count: a skipped, failed or timed-out oracle never does, and the reason is kept."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -53,9 +54,18 @@ def unverified_reason(choice: str, checks: list[dict]) -> str:
     return "; ".join(f"{c['name']} {c['status']}" + (f": {c['reason']}" if c.get("reason") else "") for c in checks)
 
 
-def verify(published: dict, parquet_glob: str, edges: int, spec: JoinSpec, count: int,
-           fetch_matches: Callable[[int], list[tuple]], choice: str = "auto",
-           timeout_s: float = 600.0, match_limit: int = 2000, answers: dict | None = None) -> dict:
+def verify(
+    published: dict,
+    parquet_glob: str,
+    edges: int,
+    spec: JoinSpec,
+    count: int,
+    fetch_matches: Callable[[int], list[tuple]],
+    choice: str = "auto",
+    timeout_s: float = 600.0,
+    match_limit: int = 2000,
+    answers: dict | None = None,
+) -> dict:
     """{oracle, checks, verified, disagrees, unverified_reason}. `answers` caches oracle answers by
     (edges file, pattern, oracle) across runs on the same graph (each check says if it was reused)."""
     pattern = Pattern.of(spec.query, spec.semantics)
@@ -81,9 +91,20 @@ def verify(published: dict, parquet_glob: str, edges: int, spec: JoinSpec, count
             check["agrees"] = check["agrees"] and not diff
         checks.append(check)
     computed = [c for c in checks if c["name"] != "published"]
-    primary = computed[0] if computed else checks[0] if checks else {
-        "name": choice, "status": "skipped", "count": None, "agrees": None, "seconds": 0.0,
-        "reason": unverified_reason(choice, [])}
+    primary = (
+        computed[0]
+        if computed
+        else checks[0]
+        if checks
+        else {
+            "name": choice,
+            "status": "skipped",
+            "count": None,
+            "agrees": None,
+            "seconds": 0.0,
+            "reason": unverified_reason(choice, []),
+        }
+    )
     disagrees = any(c["agrees"] is False for c in checks)
     verified = (not disagrees) and any(c["agrees"] for c in checks)
     return {

@@ -1,5 +1,6 @@
 """Workloads are data: a YAML file expands to datasets x queries x semantics x implementations x
 parameters x trials. Schema errors name the file and the key."""
+
 from __future__ import annotations
 
 import itertools
@@ -18,8 +19,22 @@ from .verify import ORACLE_CHOICES
 WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
 
 _LIST_KEYS = {"queries", "semantics", "datasets", "implementations", "workers"}
-_SCALAR_KEYS = {"name", "description", "trials", "oracle", "timeout_s", "oracle_timeout_s", "params", "attribute_order", "updates",
-                "time_threshold", "min_seconds", "allow_unverified", "expected_timeouts", "spark_floor"}
+_SCALAR_KEYS = {
+    "name",
+    "description",
+    "trials",
+    "oracle",
+    "timeout_s",
+    "oracle_timeout_s",
+    "params",
+    "attribute_order",
+    "updates",
+    "time_threshold",
+    "min_seconds",
+    "allow_unverified",
+    "expected_timeouts",
+    "spark_floor",
+}
 _KEYS = _LIST_KEYS | _SCALAR_KEYS | {"tiers"}
 
 
@@ -42,7 +57,9 @@ class Workload:
     tier: str = "default"
     time_threshold: float | None = None  # the regression gate's, for baselines of this workload
     min_seconds: float | None = None
-    allow_unverified: bool = False  # UNVERIFIED runs exit 0 (still labelled); never for the gate or a figure in README.md, docs/, results/README.md
+    allow_unverified: bool = (
+        False  # UNVERIFIED runs exit 0 (still labelled); never for the gate or a figure in README.md, docs/, results/README.md
+    )
     expected_timeouts: list[str] = field(default_factory=list)  # implementations whose TIM is an expected result
     spark_floor: bool = False  # time empty Spark jobs shaped like each run's query (Spark's floor)
 
@@ -56,13 +73,25 @@ class Workload:
             self.datasets, self.semantics, self.queries, self.implementations, self.workers, grids or [{}]
         ):
             for trial in range(self.trials):
-                out.append(RunRequest(
-                    query=query, dataset=dataset, impl=impl, workers=workers, semantics=semantics,
-                    oracle=self.oracle, timeout_s=self.timeout_s, oracle_timeout_s=self.oracle_timeout_s,
-                    params={**fixed, **grid}, attribute_order=tuple(self.attribute_order) if self.attribute_order else None,
-                    workload=self.name, trial=trial, allow_unverified=self.allow_unverified,
-                    timeout_expected=impl in self.expected_timeouts, spark_floor=self.spark_floor,
-                ))
+                out.append(
+                    RunRequest(
+                        query=query,
+                        dataset=dataset,
+                        impl=impl,
+                        workers=workers,
+                        semantics=semantics,
+                        oracle=self.oracle,
+                        timeout_s=self.timeout_s,
+                        oracle_timeout_s=self.oracle_timeout_s,
+                        params={**fixed, **grid},
+                        attribute_order=tuple(self.attribute_order) if self.attribute_order else None,
+                        workload=self.name,
+                        trial=trial,
+                        allow_unverified=self.allow_unverified,
+                        timeout_expected=impl in self.expected_timeouts,
+                        spark_floor=self.spark_floor,
+                    )
+                )
         return out
 
 
@@ -95,7 +124,7 @@ def load(name_or_path: str, tier: str | None = None) -> Workload:
         raise DataError(f"{path}: key 'tiers' must map tier names to overrides")
     if tier and tier != "default":
         if tier not in tiers:
-            raise DataError(f"{path}: no tier '{tier}' (tiers: {', '.join(['default', *tiers]) })")
+            raise DataError(f"{path}: no tier '{tier}' (tiers: {', '.join(['default', *tiers])})")
         override = tiers[tier]
         if not isinstance(override, dict):
             raise DataError(f"{path}: key 'tiers.{tier}' must be a mapping")
@@ -166,8 +195,10 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
     params = dict(params)
     if "updates" in data:  # update streams for dynamic implementations: specs, mappings or file paths
         streams = data["updates"] if isinstance(data["updates"], list) else [data["updates"]]
-        texts = [_stream_text(spec, path, f"updates[{i}]" if isinstance(data["updates"], list) else "updates")
-                 for i, spec in enumerate(streams)]
+        texts = [
+            _stream_text(spec, path, f"updates[{i}]" if isinstance(data["updates"], list) else "updates")
+            for i, spec in enumerate(streams)
+        ]
         params["updates"] = texts if isinstance(data["updates"], list) else texts[0]
     description = data.get("description", "")
     if not isinstance(description, str):
@@ -181,15 +212,26 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
     implementations = _as_list(data, "implementations", path, str)
     expected_timeouts = _as_list(data, "expected_timeouts", path, str, required=False)  # a tier may run none of them
     return Workload(
-        name=str(data.get("name") or path.stem), path=path, description=description,
-        queries=queries, semantics=semantics,
+        name=str(data.get("name") or path.stem),
+        path=path,
+        description=description,
+        queries=queries,
+        semantics=semantics,
         datasets=_as_list(data, "datasets", path, str),
         implementations=implementations,
-        workers=workers, trials=_number(data, "trials", path, 1, integer=True), oracle=oracle,
-        timeout_s=_number(data, "timeout_s", path, 600.0), oracle_timeout_s=_number(data, "oracle_timeout_s", path, 600.0) or 600.0,
-        params=params, attribute_order=order, tier=tier,
-        time_threshold=_number(data, "time_threshold", path, None), min_seconds=_number(data, "min_seconds", path, None),
-        allow_unverified=allow_unverified, expected_timeouts=expected_timeouts, spark_floor=spark_floor,
+        workers=workers,
+        trials=_number(data, "trials", path, 1, integer=True),
+        oracle=oracle,
+        timeout_s=_number(data, "timeout_s", path, 600.0),
+        oracle_timeout_s=_number(data, "oracle_timeout_s", path, 600.0) or 600.0,
+        params=params,
+        attribute_order=order,
+        tier=tier,
+        time_threshold=_number(data, "time_threshold", path, None),
+        min_seconds=_number(data, "min_seconds", path, None),
+        allow_unverified=allow_unverified,
+        expected_timeouts=expected_timeouts,
+        spark_floor=spark_floor,
     )
 
 

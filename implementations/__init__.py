@@ -1,5 +1,6 @@
 """Registry of implementations by name: the one list the harness, compare, the CLI and the tests take
 them from. Adding an implementation is its module and one line here; the order is compare's."""
+
 from __future__ import annotations
 
 from harness.errors import DataError
@@ -13,15 +14,18 @@ from .local_gj import LocalGenericJoin
 from .nested_loop import NestedLoop
 from .shares import Shares
 
-REGISTRY: dict[str, type[Implementation]] = {cls.name: cls for cls in (
-    LocalGenericJoin,
-    BiGJoin,
-    BiGJoinS,
-    DeltaBiGJoin,
-    Shares,
-    BinaryJoin,
-    NestedLoop,
-)}
+REGISTRY: dict[str, type[Implementation]] = {
+    cls.name: cls
+    for cls in (
+        LocalGenericJoin,
+        BiGJoin,
+        BiGJoinS,
+        DeltaBiGJoin,
+        Shares,
+        BinaryJoin,
+        NestedLoop,
+    )
+}
 
 
 def get(name: str) -> type[Implementation]:

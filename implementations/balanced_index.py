@@ -6,6 +6,7 @@ job. No worker holds a whole adjacency list:
 - membership index: every edge row (src, dst), at the owner of hash(src, dst).
 
 Each worker's partition is sorted 64-bit codes with a value column, probed by binary search."""
+
 from __future__ import annotations
 
 import os
@@ -71,7 +72,8 @@ class BalancedIndex:
             return round(float(a.max() / a.mean()), 4) if a.sum() else None
 
         return {
-            "workers": self.workers, "vertices": self.vertices,
+            "workers": self.workers,
+            "vertices": self.vertices,
             "count_keys_per_worker": self.count_keys.tolist(),
             "resolver_entries_per_worker": self.resolver_entries.tolist(),
             "membership_entries_per_worker": self.membership_entries.tolist(),
@@ -89,11 +91,13 @@ def build(spark, source: PartitionedIndex) -> BalancedIndex:
     shutil.copy(source.root / "loops.npy", root / "loops.npy")
     w = source.workers
     tokens = exchange.routing_tokens(spark, w)
-    rows = (spark.range(0, w, 1, w)
-            .mapInArrow(_scatter(str(source.root), str(root), w, tokens), exchange.SCHEMA)
-            .repartition(w, "token")
-            .mapInArrow(_gather(str(root)), exchange.SCHEMA)
-            .collect())
+    rows = (
+        spark.range(0, w, 1, w)
+        .mapInArrow(_scatter(str(source.root), str(root), w, tokens), exchange.SCHEMA)
+        .repartition(w, "token")
+        .mapInArrow(_gather(str(root)), exchange.SCHEMA)
+        .collect()
+    )
     stats = np.zeros((w, 3), dtype=np.int64)
     for row in rows:
         _, p, meta, _ = exchange.unpack(row.payload)
@@ -117,7 +121,9 @@ def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):
             key = np.repeat(np.asarray(keys), deg)
             position = np.arange(len(values), dtype=np.int64) - np.repeat(offsets[kind, :-1], deg)
             code = resolver_code(key, np.full(len(key), kind), position)
-            routed = exchange.route(BlobKind.RESOLVER, pair_owner(key, position, workers), [code, np.asarray(values)], tokens, workers)
+            routed = exchange.route(
+                BlobKind.RESOLVER, pair_owner(key, position, workers), [code, np.asarray(values)], tokens, workers
+            )
             out_tokens += routed[0]
             payloads += routed[1]
         # Membership: every edge row once, as the forward entry (src, dst) of its source key.
@@ -129,6 +135,7 @@ def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):
         payloads += routed[1]
         if payloads:
             yield exchange.blobs_batch(out_tokens, payloads)
+
     return scatter
 
 
@@ -152,18 +159,23 @@ def _gather(root: str):
         store.save_array(os.path.join(directory, "edges.npy"), edge)
         keys = len(distributed_index.mapped(os.path.join(directory, "count_keys.npy")))  # written by _scatter, maybe elsewhere
         yield exchange.blobs_batch([-1], [exchange.pack(0, p, [np.zeros(0, np.int8)], (keys, len(code), len(edge)))])
+
     return gather
 
 
 class Partition:
     """One worker's three indices, memory-mapped once per Python worker process."""
+
     _loaded: ClassVar[dict[tuple[str, int], Partition]] = {}
 
     def __init__(self, root: str, p: int):
         d = os.path.join(root, f"p{p}")
         m = distributed_index.mapped
         self.count_keys, self.degrees = m(os.path.join(d, "count_keys.npy")), m(os.path.join(d, "degrees.npy"))
-        self.resolver_codes, self.resolver_values = m(os.path.join(d, "resolver_codes.npy")), m(os.path.join(d, "resolver_values.npy"))
+        self.resolver_codes, self.resolver_values = (
+            m(os.path.join(d, "resolver_codes.npy")),
+            m(os.path.join(d, "resolver_values.npy")),
+        )
         self.edges = m(os.path.join(d, "edges.npy"))
         self.loops = m(os.path.join(root, "loops.npy"))
 

@@ -1,5 +1,6 @@
 """The plug-in interface. The harness times `prepare` (index_s) and `count` (query_s), collects
 Spark's counters, verifies the count and writes results; an implementation only computes."""
+
 from __future__ import annotations
 
 import threading
@@ -54,6 +55,7 @@ class Outcome:
 @dataclass
 class BatchOutcome:
     """What an implementation reports for one update batch."""
+
     delta: int  # signed change of the count
     output_changes: int  # match changes the delta queries produced (added + removed, before netting)
     counters: dict = field(default_factory=dict)

@@ -5,6 +5,7 @@ Batching: each worker holds a queue of counted prefixes per level, and every job
 budget of B' proposals (`--batch`), taken from the deepest level where some worker has B' waiting
 (else the deepest with any work). A prefix whose list is longer than the budget is extended in
 several jobs, so no job holds more than B' proposals per worker, whatever the output size."""
+
 from __future__ import annotations
 
 import os
@@ -104,8 +105,11 @@ class BiGJoin(Implementation):
     def count(self) -> Outcome:
         count, counters, self._sample = self._run(MATCH_SAMPLE)
         self._sample_complete = len(self._sample) == count
-        return Outcome(count, counters.report(self.index, self.budget, self.index_reused),
-                       metrics={"python_task_s": counters.python_task_s()})
+        return Outcome(
+            count,
+            counters.report(self.index, self.budget, self.index_reused),
+            metrics={"python_task_s": counters.python_task_s()},
+        )
 
     def matches(self, limit: int) -> list[tuple]:
         sample = getattr(self, "_sample", None)
@@ -138,14 +142,26 @@ class BiGJoin(Implementation):
         level: int | None = extensions[0].first_level
         try:
             while level is not None:
-                jobs = [self.job_class(index_root=str(self.index.root), workers=ctx.workers, tokens=tokens,
-                                       plan=ext.plan, level=level, budget=self.budget,
-                                       queues=b.queues.get(level, [[] for _ in range(ctx.workers)]),
-                                       consumed=b.consumed.get(level, [0] * ctx.workers), run_dir=run_dir,
-                                       job_id=job_id, match_limit=match_limit, group=g, **self.job_args(),
-                                       **ext.job_args)
-                        for g, (ext, b) in enumerate(zip(extensions, batches))
-                        if first or max(b.remaining(level), default=0) > 0]
+                jobs = [
+                    self.job_class(
+                        index_root=str(self.index.root),
+                        workers=ctx.workers,
+                        tokens=tokens,
+                        plan=ext.plan,
+                        level=level,
+                        budget=self.budget,
+                        queues=b.queues.get(level, [[] for _ in range(ctx.workers)]),
+                        consumed=b.consumed.get(level, [0] * ctx.workers),
+                        run_dir=run_dir,
+                        job_id=job_id,
+                        match_limit=match_limit,
+                        group=g,
+                        **self.job_args(),
+                        **ext.job_args,
+                    )
+                    for g, (ext, b) in enumerate(zip(extensions, batches))
+                    if first or max(b.remaining(level), default=0) > 0
+                ]
                 job = jobs[0] if len(jobs) == 1 else GroupJob(jobs)
                 result = run_job(ctx.spark, job)
                 counters.add(job, result, sum(b.queued_prefixes() for b in batches))
@@ -171,6 +187,7 @@ class BiGJoin(Implementation):
 class Extension:
     """One Generic Join run for the scheduler: its plan, its first level (0: seed from the index keys)
     and the sign its count carries; job_args go to the job class (e.g. Delta-BiGJoin's seeds)."""
+
     plan: ExtensionPlan
     first_level: int = 0
     sign: int = 1
@@ -196,8 +213,9 @@ class Counters:
     def __init__(self, m: int):
         self.count = 0
         self.prefixes = [0] * (m + 1)  # prefixes[j] = |P_j|
-        self.totals = dict.fromkeys(("count_lookups", "proposals", "probes", "sent_lookups", "lookups_aggregated",
-                                     *PYTHON_CLOCKS), 0)
+        self.totals = dict.fromkeys(
+            ("count_lookups", "proposals", "probes", "sent_lookups", "lookups_aggregated", *PYTHON_CLOCKS), 0
+        )
         self.exchanged = 0
         self.exchanged_remote = 0
         self.by_round: dict[str, int] = {}
@@ -244,8 +262,12 @@ class Counters:
         enough work to share."""
         skews = [round(max(r) * len(r) / sum(r), 4) if sum(r) else None for r in self.round_loads]
         busy = [s for s, r in zip(skews, self.round_loads) if s is not None and sum(r) >= ENOUGH_WORK * len(r)]
-        return {"round_load_skew": skews, "enough_work_per_worker": ENOUGH_WORK,
-                "rounds_with_enough_work": len(busy), "max_round_load_skew": max(busy, default=None)}
+        return {
+            "round_load_skew": skews,
+            "enough_work_per_worker": ENOUGH_WORK,
+            "rounds_with_enough_work": len(busy),
+            "max_round_load_skew": max(busy, default=None),
+        }
 
     def python_task_s(self) -> dict:
         """Seconds summed over tasks, from their own clocks: where the Python workers' time went."""

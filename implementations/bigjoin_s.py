@@ -14,6 +14,7 @@ work windows, the blob exchange and the job driver (`prefix_extension.run_job`).
 
 Counts come from the count index, which holds whole-list sizes: order constraints (symmetry
 breaking) are applied to the resolved candidates, not to the counts."""
+
 from __future__ import annotations
 
 import io
@@ -61,6 +62,7 @@ MAX_LOOKUPS_PER_BLOB = 4 << 20
 @dataclass
 class Ranges(_Items):
     """Queued work: positions [start, end) of prefix p's list in relation min_rel."""
+
     KIND = BlobKind.RANGES
     prefix: np.ndarray
     min_rel: np.ndarray
@@ -85,6 +87,7 @@ class AllWorkersFull(Batches):
 class Lookup(NamedTuple):
     """One round of remote lookups: an operator; for Intersect, which relation other than the
     proposer's (0, 1, ...) it tests; whether its answers complete the candidates of the level."""
+
     operator: Operator
     other: int = 0
     completes: bool = False
@@ -138,6 +141,7 @@ class Requests:
     """A requester's state between its phases: the window's prefixes, one entry per lookup or
     candidate (`item` names its prefix), the new prefixes Count minimises over, and where the
     pending lookups went. Saved between stages (a file per stage, so a re-executed task finds its input)."""
+
     prefix: np.ndarray = field(default_factory=_no_rows)
     min_rel: np.ndarray = field(default_factory=_no_int32)
     split: np.ndarray = field(default_factory=_no_int32)
@@ -210,11 +214,13 @@ class BalancedJob(ExtensionJob):
                 with stage.clock("pack_us"):
                     received = list(exchange.received(iterator, p))
             yield from stage.run(received, final)
+
         return run
 
 
 class _BalancedStage(StageBase):
     """One worker in one stage of a BiGJoin-S batch, in the role its phase names."""
+
     job: BalancedJob
 
     def __init__(self, job: BalancedJob, stage: int, p: int):
@@ -336,19 +342,26 @@ class _BalancedStage(StageBase):
         self.add("sent_lookups", len(unique))
         for q, sel in exchange.by_destination(dest, w):
             for offset in range(0, len(sel), MAX_LOOKUPS_PER_BLOB):
-                piece = unique[sel[offset:offset + MAX_LOOKUPS_PER_BLOB]]
+                piece = unique[sel[offset : offset + MAX_LOOKUPS_PER_BLOB]]
                 # Sorted keys go as deltas: mostly small numbers, which Spark's shuffle compression shrinks.
                 deltas = np.diff(piece, prepend=np.int64(0))
-                self._send(q, exchange.pack(BlobKind.LOOKUPS, q, [deltas], (lookup.operator, self.p, offset)),
-                           "sent_remote_lookups", len(piece))
+                self._send(
+                    q,
+                    exchange.pack(BlobKind.LOOKUPS, q, [deltas], (lookup.operator, self.p, offset)),
+                    "sent_remote_lookups",
+                    len(piece),
+                )
 
     def _apply(self, lookup: Lookup, state: Requests, answer: np.ndarray) -> None:
         plan, j = self.job.plan, self.job.level
         if lookup.operator == Operator.PROPOSE:
             state.value = answer.astype(np.int32)
             state.position = state.position[:0]  # resolved
-            state.keep(filter_candidates(j, state.prefix, state.item, state.value, plan.above, plan.below, plan.differ,
-                                         plan.loop[j], self.index.loops))
+            state.keep(
+                filter_candidates(
+                    j, state.prefix, state.item, state.value, plan.above, plan.below, plan.differ, plan.loop[j], self.index.loops
+                )
+            )
         elif lookup.operator == Operator.INTERSECT:
             state.keep(answer.astype(bool))
         else:
@@ -425,8 +438,12 @@ def _open_ranges(items: Ranges, first: np.ndarray, last: np.ndarray) -> Requests
     """Propose requests for the window: one (prefix, position in its list) per unit of work."""
     job_work = (last - first).astype(np.int64)
     item = np.repeat(np.arange(len(job_work)), job_work)
-    position = (items.start[item].astype(np.int64) + first[item]
-                + np.arange(int(job_work.sum())) - np.repeat(np.cumsum(job_work) - job_work, job_work))
+    position = (
+        items.start[item].astype(np.int64)
+        + first[item]
+        + np.arange(int(job_work.sum()))
+        - np.repeat(np.cumsum(job_work) - job_work, job_work)
+    )
     return Requests(prefix=items.prefix, min_rel=items.min_rel, split=items.split, item=item, position=position)
 
 
@@ -439,7 +456,7 @@ def _gather_answers(data, dest: np.ndarray, workers: int, width: int) -> tuple[n
     for kind, (op, owner, offset, looked_up), arrays in data:
         if kind != BlobKind.ANSWERS:
             continue
-        mine = sent_to[owner][offset: offset + looked_up]
+        mine = sent_to[owner][offset : offset + looked_up]
         values = arrays[0] if op == Operator.COUNT else np.cumsum(arrays[0], dtype=np.int64)
         if op == Operator.INTERSECT:  # the positions of the hits
             out[mine[values]] = 1

@@ -1,4 +1,5 @@
 """Edge-at-a-time baseline: a left-deep plan of Spark shuffled hash joins, one relation at a time."""
+
 from __future__ import annotations
 
 from functools import reduce

@@ -1,6 +1,7 @@
 """Sorted adjacency lists (CSR) and the primitives every Generic Join needs on them: lower bound,
 membership, galloping search and the adaptive intersection of two sorted lists. Shared by `local-gj`,
 Shares' cells and the partitioned indices of the BiGJoin family."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -165,7 +166,7 @@ def dense_vertices(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.nda
     if low >= 0 and high < 4 * len(src) + 1024:
         return src, dst, np.arange(high + 1, dtype=np.int64)
     ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
-    return inverse[: len(src)], inverse[len(src):], ids
+    return inverse[: len(src)], inverse[len(src) :], ids
 
 
 def vertex_ranks(ids: np.ndarray, degree: np.ndarray | None) -> np.ndarray:

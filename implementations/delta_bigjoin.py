@@ -17,6 +17,7 @@ What differs from BiGJoin, and where it lives:
 
 Without an update stream (ctx.stream), `count()` starts from the empty graph and inserts the dataset's
 edges in `self_check_batches` batches, so the count it returns is built entirely from delta queries."""
+
 from __future__ import annotations
 
 import glob
@@ -88,12 +89,14 @@ class DeltaJob(ExtensionJob):
         chosen = (diff == self.sign) & ((kind == 0) | self.undirected)
         x, y = key[chosen], value[chosen]
         plan, x = self.plan, x.astype(np.int32).reshape(-1, 1)
-        keep = filter_candidates(1, x, np.arange(len(x)), y.astype(np.int32), plan.above, plan.below, plan.differ,
-                                 False, stage.loops)
+        keep = filter_candidates(
+            1, x, np.arange(len(x)), y.astype(np.int32), plan.above, plan.below, plan.differ, False, stage.loops
+        )
         x, y = x[keep, 0], y[keep].astype(np.int32)
         stage.add("proposals", len(y))
-        seeds = Candidates(x.reshape(-1, 1), np.full(len(x), (1 << int(plan.rel_count[1])) - 1, np.int32),
-                           np.ones(len(x), np.int32), y)
+        seeds = Candidates(
+            x.reshape(-1, 1), np.full(len(x), (1 << int(plan.rel_count[1])) - 1, np.int32), np.ones(len(x), np.int32), y
+        )
         return stage.run(seeds, Prefixes.empty(2), final)
 
     def window(self, p: int) -> tuple:
@@ -120,10 +123,18 @@ class DeltaBiGJoin(BiGJoin):
     maintains_updates = True
     params = BiGJoin.params + (
         Param("changes", int, 0, "with --updates: record up to N changed matches per batch"),
-        Param("compact_ratio", float, DEFAULT_COMPACT_RATIO,
-              "compact the versioned index when its overlays hold this share of the base's entries"),
-        Param("self_check_batches", int, DEFAULT_SELF_CHECK_BATCHES,
-              "without an update stream: insert every edge into the empty graph in this many batches"),
+        Param(
+            "compact_ratio",
+            float,
+            DEFAULT_COMPACT_RATIO,
+            "compact the versioned index when its overlays hold this share of the base's entries",
+        ),
+        Param(
+            "self_check_batches",
+            int,
+            DEFAULT_SELF_CHECK_BATCHES,
+            "without an update stream: insert every edge into the empty graph in this many batches",
+        ),
     )
 
     def prepare(self) -> None:
@@ -146,8 +157,11 @@ class DeltaBiGJoin(BiGJoin):
         undirected = ctx.spec.semantics == "undirected"
         relation = stream.initial
         if undirected:  # the simple graph of the directed edge set
-            relation = (relation.filter(F.col("src") != F.col("dst"))
-                        .select(F.least("src", "dst").alias("src"), F.greatest("src", "dst").alias("dst")).distinct())
+            relation = (
+                relation.filter(F.col("src") != F.col("dst"))
+                .select(F.least("src", "dst").alias("src"), F.greatest("src", "dst").alias("dst"))
+                .distinct()
+            )
         mentioned = stream.updates.select(F.col("src").alias("v")).union(stream.updates.select(F.col("dst").alias("v")))
         self.index = versioned_index.build(ctx.spark, stream.initial, relation, undirected, ctx.workers, mentioned)
         self.index_reused = False
@@ -169,9 +183,15 @@ class DeltaBiGJoin(BiGJoin):
             total += out.delta
             produced += out.output_changes
             per_batch.append(out.delta)
-        counters = {"self_check": {"stream": "insert every edge into the empty graph", "batches": len(per_batch),
-                                   "delta_per_batch": per_batch, "output_changes": produced},
-                    "index": self.index.describe()}
+        counters = {
+            "self_check": {
+                "stream": "insert every edge into the empty graph",
+                "batches": len(per_batch),
+                "delta_per_batch": per_batch,
+                "output_changes": produced,
+            },
+            "index": self.index.describe(),
+        }
         return Outcome(total, counters)
 
     def apply_updates(self, batch) -> BatchOutcome:
@@ -194,12 +214,25 @@ class DeltaBiGJoin(BiGJoin):
             offset = 0
             for level in range(1, m):
                 group = e + len(queries) * (level - 1)
-                job = DeltaJob(index_root=str(index.root), workers=ctx.workers, tokens=tokens,
-                               plan=self.delta_plans[atom], level=level, budget=self.budget,
-                               queues=[[] for _ in range(ctx.workers)], consumed=[0] * ctx.workers, run_dir=run_dir,
-                               job_id=0, match_limit=limit, group=group, view=index.view,
-                               seeds=seeds if level == 1 else None, sign=sign, undirected=index.undirected,
-                               feed=group - len(queries) if level > 1 else None)
+                job = DeltaJob(
+                    index_root=str(index.root),
+                    workers=ctx.workers,
+                    tokens=tokens,
+                    plan=self.delta_plans[atom],
+                    level=level,
+                    budget=self.budget,
+                    queues=[[] for _ in range(ctx.workers)],
+                    consumed=[0] * ctx.workers,
+                    run_dir=run_dir,
+                    job_id=0,
+                    match_limit=limit,
+                    group=group,
+                    view=index.view,
+                    seeds=seeds if level == 1 else None,
+                    sign=sign,
+                    undirected=index.undirected,
+                    feed=group - len(queries) if level > 1 else None,
+                )
                 job.last_stage = offset + job.exchanges
                 jobs.append(job)
                 offsets.append(offset)

@@ -7,6 +7,7 @@ key k with partition_of(k) = p, the sorted forward list and the sorted reverse l
 are files, checkpointed in the store (HARNESS_STORE) by the task that built them; each executor
 memory-maps its own local copy, fetched from the store on a miss (harness.store), so any executor on
 any host can serve any worker."""
+
 from __future__ import annotations
 
 import atexit
@@ -69,8 +70,11 @@ class PartitionedIndex:
     def describe(self) -> dict:
         entries = self.forward + self.reverse
         return {
-            "workers": self.workers, "vertices": self.vertices, "keys_per_worker": self.keys.tolist(),
-            "entries_per_worker": entries.tolist(), "forward_entries": int(self.forward.sum()),
+            "workers": self.workers,
+            "vertices": self.vertices,
+            "keys_per_worker": self.keys.tolist(),
+            "entries_per_worker": entries.tolist(),
+            "forward_entries": int(self.forward.sum()),
             "reverse_entries": int(self.reverse.sum()),
             "entries_max_over_mean": round(float(entries.max() / entries.mean()), 4) if entries.sum() else None,
         }
@@ -89,10 +93,12 @@ def build(spark, edges, undirected: bool, workers: int, extra_vertices=None) -> 
     # 2. One shuffle: each (key, value) entry goes to the owner of its key, which builds its CSR.
     tokens = exchange.routing_tokens(spark, workers)
     try:
-        rows = (edges.mapInArrow(_route_entries(ranking, workers, undirected, tokens), exchange.SCHEMA)
-                .repartition(workers, "token")
-                .mapInArrow(_build_partition(str(root), len(ids)), exchange.SCHEMA)
-                .collect())
+        rows = (
+            edges.mapInArrow(_route_entries(ranking, workers, undirected, tokens), exchange.SCHEMA)
+            .repartition(workers, "token")
+            .mapInArrow(_build_partition(str(root), len(ids)), exchange.SCHEMA)
+            .collect()
+        )
     finally:
         ranking.destroy()
     stats = np.zeros((workers, 3), dtype=np.int64)  # keys, forward entries, reverse entries
@@ -103,8 +109,18 @@ def build(spark, edges, undirected: bool, workers: int, extra_vertices=None) -> 
         loops.append(arrays[0])
     loop_vertices = (np.sort(np.concatenate(loops)) if loops else np.zeros(0, np.int32)).astype(np.int32)
     store.save_to_store(str(root / "loops.npy"), loop_vertices)  # the driver writes to the store, not an executor's disk
-    return PartitionedIndex(root, workers, undirected, len(ids), ids[np.argsort(rank)], stats[:, 0], stats[:, 1],
-                            stats[:, 2], loop_vertices, (ids, rank))
+    return PartitionedIndex(
+        root,
+        workers,
+        undirected,
+        len(ids),
+        ids[np.argsort(rank)],
+        stats[:, 0],
+        stats[:, 1],
+        stats[:, 2],
+        loop_vertices,
+        (ids, rank),
+    )
 
 
 def to_ranks(ranking: tuple[np.ndarray, np.ndarray], ids: np.ndarray) -> np.ndarray:
@@ -140,9 +156,12 @@ def _route_entries(ranking, workers: int, undirected: bool, tokens: np.ndarray):
             keys = np.concatenate([s, d]).astype(np.int32)
             values = np.concatenate([d, s]).astype(np.int32)
             kinds = np.repeat(np.array([0, 1], dtype=np.int8), len(s))
-            out_tokens, payloads = exchange.route(BlobKind.EDGES, partition_of(keys, workers), [keys, values, kinds], tokens, workers)
+            out_tokens, payloads = exchange.route(
+                BlobKind.EDGES, partition_of(keys, workers), [keys, values, kinds], tokens, workers
+            )
             if payloads:
                 yield exchange.blobs_batch(out_tokens, payloads)
+
     return route
 
 
@@ -150,8 +169,10 @@ def _build_partition(root: str, vertices: int):
     def build_one(iterator):
         p = exchange.current_partition()
         parts = [arrays for _, _, arrays in exchange.received(iterator, p)]
-        keys, values, kinds = (np.concatenate([a[i] for a in parts]) if parts else np.zeros(0, dt)
-                               for i, dt in enumerate((np.int32, np.int32, np.int8)))
+        keys, values, kinds = (
+            np.concatenate([a[i] for a in parts]) if parts else np.zeros(0, dt)
+            for i, dt in enumerate((np.int32, np.int32, np.int8))
+        )
         local = np.unique(keys)
         slot = np.searchsorted(local, keys)
         offsets, lists = [], []
@@ -168,6 +189,7 @@ def _build_partition(root: str, vertices: int):
         loops = np.unique(keys[(keys == values) & (kinds == 0)]).astype(np.int32)
         meta = (len(local), len(lists[0]), len(lists[1]))
         yield exchange.blobs_batch([-1], [exchange.pack(0, p, [loops], meta)])
+
     return build_one
 
 
@@ -179,8 +201,19 @@ def readonly(a: np.ndarray) -> np.ndarray:
 
 
 _loaded: dict[tuple[str, int], tuple[IndexPartition, np.ndarray]] = {}
-NO_CHANGES = Changes(*(readonly(a) for a in (np.zeros(0, np.int32), np.zeros((4, 1), np.int64), np.zeros(0, np.int32),
-                                              np.zeros(0, np.int32), np.zeros(0, np.int8), np.zeros(0, np.int8))))
+NO_CHANGES = Changes(
+    *(
+        readonly(a)
+        for a in (
+            np.zeros(0, np.int32),
+            np.zeros((4, 1), np.int64),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int8),
+            np.zeros(0, np.int8),
+        )
+    )
+)
 
 
 def load_partition(root: str, p: int) -> tuple[IndexPartition, np.ndarray]:

@@ -4,6 +4,7 @@ Rows through a shuffle cost far more than bytes, so a worker packs everything it
 destination into a few binary blobs (columns of numpy arrays) and Spark shuffles those. Each blob
 carries a routing token: a long whose Spark hash partition (`repartition(W, "token")`) is exactly
 the destination worker, so the receiving task's partition id is the worker id."""
+
 from __future__ import annotations
 
 import zlib
@@ -17,6 +18,7 @@ from harness.errors import ExecutionError
 
 class BlobKind(IntEnum):
     """What a blob carries; the receiver dispatches on it. One list, so no two modules pick the same number."""
+
     CANDIDATES = 1  # prefixes with their candidate lists, during Intersect
     PREFIXES = 2  # prefixes on their way to Count or Propose
     STATS = 3  # a task's counters, travelling with the data to the driver
@@ -50,8 +52,7 @@ def routing_tokens(spark, workers: int) -> np.ndarray:
     if key not in _tokens:
         from pyspark.sql import functions as F
 
-        rows = (spark.range(0, 64 * workers + 64, 1, 1)
-                .select("id", F.expr(f"pmod(hash(id), {workers})").alias("p")).collect())
+        rows = spark.range(0, 64 * workers + 64, 1, 1).select("id", F.expr(f"pmod(hash(id), {workers})").alias("p")).collect()
         tokens = np.full(workers, -1, dtype=np.int64)
         for row in rows:
             if tokens[row.p] < 0:
@@ -78,7 +79,7 @@ def unpack(buf) -> tuple[int, int, tuple[int, ...], list[np.ndarray]]:
         raise ExecutionError("corrupt exchange blob (bad magic)")
     kind, dest, n_meta, n_arrays = (int(x) for x in head[1:])
     rest = np.frombuffer(buf, dtype=np.int64, count=5 + n_meta + 2 * n_arrays)
-    meta = tuple(int(x) for x in rest[5:5 + n_meta])
+    meta = tuple(int(x) for x in rest[5 : 5 + n_meta])
     offset = 8 * len(rest)
     arrays = []
     for i in range(n_arrays):
@@ -94,7 +95,7 @@ def by_destination(dest: np.ndarray, workers: int):
     bounds = np.searchsorted(dest[order], np.arange(workers + 1))
     for q in range(workers):
         if bounds[q + 1] > bounds[q]:
-            yield q, order[bounds[q]:bounds[q + 1]]
+            yield q, order[bounds[q] : bounds[q + 1]]
 
 
 def split(kind: int, owners: np.ndarray, arrays: list[np.ndarray], workers: int) -> dict[int, bytes]:
@@ -102,7 +103,9 @@ def split(kind: int, owners: np.ndarray, arrays: list[np.ndarray], workers: int)
     return {q: pack(kind, q, [a[sel] for a in arrays]) for q, sel in by_destination(owners, workers)}
 
 
-def route(kind: int, owners: np.ndarray, arrays: list[np.ndarray], tokens: np.ndarray, workers: int) -> tuple[list[int], list[bytes]]:
+def route(
+    kind: int, owners: np.ndarray, arrays: list[np.ndarray], tokens: np.ndarray, workers: int
+) -> tuple[list[int], list[bytes]]:
     """(routing tokens, blobs): `split`, addressed for a shuffle."""
     parts = split(kind, owners, arrays, workers)
     return [int(tokens[q]) for q in parts], list(parts.values())
@@ -111,8 +114,7 @@ def route(kind: int, owners: np.ndarray, arrays: list[np.ndarray], tokens: np.nd
 def blobs_batch(tokens: list[int], payloads: list[bytes]):
     import pyarrow as pa
 
-    return pa.RecordBatch.from_arrays([pa.array(tokens, pa.int64()), pa.array(payloads, pa.binary())],
-                                      names=["token", "payload"])
+    return pa.RecordBatch.from_arrays([pa.array(tokens, pa.int64()), pa.array(payloads, pa.binary())], names=["token", "payload"])
 
 
 def received(iterator, partition: int):

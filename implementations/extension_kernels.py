@@ -11,6 +11,7 @@ sorted because reverse neighbours rank below the key and forward ones above it.
 A lookup is a binary search, so a probe into a hub's list costs log(degree), never a scan, and a
 prefix's count is the size of the sub-range its order constraints leave (above/below earlier values).
 Intersections use csr's adaptive kernel, the one local-gj uses: merge, or gallop the smaller side."""
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -25,6 +26,7 @@ from .keys import owner
 
 class Lists(NamedTuple):
     """Sorted keys with, per key, a sorted forward list (offsets row 0) and a sorted reverse list (row 1)."""
+
     keys: np.ndarray
     offsets: np.ndarray
     forward: np.ndarray
@@ -34,6 +36,7 @@ class Lists(NamedTuple):
 class Changes(NamedTuple):
     """Sorted keys with, per key, sorted changed values of its forward and reverse lists and their signs;
     offsets rows 0 (forward) and 1 (reverse) up to the current batch, rows 2 and 3 before it."""
+
     keys: np.ndarray
     offsets: np.ndarray
     forward: np.ndarray
@@ -44,6 +47,7 @@ class Changes(NamedTuple):
 
 class IndexPartition(NamedTuple):
     """What one worker holds of an index: its lists and the changes to them."""
+
     lists: Lists
     changes: Changes
 
@@ -51,6 +55,7 @@ class IndexPartition(NamedTuple):
 class Span(NamedTuple):
     """One direction of a key's list within a value range: base values at [base_start, base_end),
     changes at [change_start, change_end), `size` values in all."""
+
     base_start: int
     base_end: int
     change_start: int
@@ -60,6 +65,7 @@ class Span(NamedTuple):
 
 class ListSpan(NamedTuple):
     """A key's list within a value range: the reverse part (values below the key) then the forward part."""
+
     reverse: Span
     forward: Span
 
@@ -195,8 +201,7 @@ def filter_candidates(level, prefix, item, values, above, below, differ, need_lo
 
 
 @njit(cache=True)
-def count_items(p, workers, ix, level, prefix, mask, min_rel, min_count,
-                rel_count, rel_pos, rel_kind, above, below):
+def count_items(p, workers, ix, level, prefix, mask, min_rel, min_count, rel_count, rel_pos, rel_kind, above, below):
     """Count: for every relation still in `mask` whose key this worker owns, look up the number of
     extensions and keep the smallest (ties to the lower relation). Returns the number of lookups."""
     lookups = 0
@@ -221,8 +226,7 @@ def count_items(p, workers, ix, level, prefix, mask, min_rel, min_count,
 
 
 @njit(cache=True)
-def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last,
-                  rel_pos, rel_kind, above, below, differ, loop):
+def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last, rel_pos, rel_kind, above, below, differ, loop):
     """Propose: positions [first, last) of each prefix's smallest list, minus candidates that an
     inequality or a required self-loop rules out. Returns (lengths, candidates)."""
     n = prefix.shape[0]
@@ -241,10 +245,42 @@ def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last,
         span = list_ranges(ix, rel_kind[level, r], k, lo, hi)
         lists, changes = ix.lists, ix.changes
         start = w
-        w, _t = _emit(lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, first[i], last[i], 0, out, w,
-                      prefix, i, level, differ, loop[level], loops, filtered)
-        w, _t = _emit(lists.forward, changes.forward, changes.forward_sign, span.forward, first[i], last[i],
-                      span.reverse.size, out, w, prefix, i, level, differ, loop[level], loops, filtered)
+        w, _t = _emit(
+            lists.reverse,
+            changes.reverse,
+            changes.reverse_sign,
+            span.reverse,
+            first[i],
+            last[i],
+            0,
+            out,
+            w,
+            prefix,
+            i,
+            level,
+            differ,
+            loop[level],
+            loops,
+            filtered,
+        )
+        w, _t = _emit(
+            lists.forward,
+            changes.forward,
+            changes.forward_sign,
+            span.forward,
+            first[i],
+            last[i],
+            span.reverse.size,
+            out,
+            w,
+            prefix,
+            i,
+            level,
+            differ,
+            loop[level],
+            loops,
+            filtered,
+        )
         lengths[i] = w - start
     return lengths, out[:w]
 
@@ -273,21 +309,18 @@ def _narrow(ix, span, kind, k, cands, src, n, dst, work):
     the forward part."""
     lists, changes = ix.lists, ix.changes
     if kind == FORWARD:
-        return _narrow_part(lists.forward, changes.forward, changes.forward_sign, span.forward, cands, src, n, dst,
-                            work)
+        return _narrow_part(lists.forward, changes.forward, changes.forward_sign, span.forward, cands, src, n, dst, work)
     if kind == REVERSE:
-        return _narrow_part(lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, cands, src, n, dst,
-                            work)
+        return _narrow_part(lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, cands, src, n, dst, work)
     split = lower_bound(cands, src, src + n, k)
-    w = _narrow_part(lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, cands, src, split - src, dst,
-                     work)
-    return w + _narrow_part(lists.forward, changes.forward, changes.forward_sign, span.forward, cands, split,
-                            src + n - split, dst + w, work)
+    w = _narrow_part(lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, cands, src, split - src, dst, work)
+    return w + _narrow_part(
+        lists.forward, changes.forward, changes.forward_sign, span.forward, cands, split, src + n - split, dst + w, work
+    )
 
 
 @njit(cache=True)
-def intersect_items(p, workers, ix, level, prefix, mask, lengths, values,
-                    rel_count, rel_pos, rel_kind):
+def intersect_items(p, workers, ix, level, prefix, mask, lengths, values, rel_count, rel_pos, rel_kind):
     """Intersect: narrow each item's candidates by every relation in `mask` whose key this worker
     owns, with the adaptive intersection of csr (merge, or gallop when one side is much smaller).
     Compacts `values` in place; returns (kept, probes): a probe is a candidate tested against one

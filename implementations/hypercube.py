@@ -11,6 +11,7 @@ vector with the least C / P (more cells only when they lower the load), then the
 larger shares on attributes earlier in the Generic Join order (hashing the first attributes splits
 the local joins' work as well as their input).
 """
+
 from __future__ import annotations
 
 import math
@@ -49,12 +50,14 @@ def communication(shares: dict[str, int], relations: list[Relation]) -> int:
 
 def share_vectors(m: int, workers: int):
     """Every vector of m positive integers whose product is at most `workers`."""
+
     def extend(prefix: tuple[int, ...], budget: int):
         if len(prefix) == m:
             yield prefix
             return
         for s in range(1, budget + 1):
             yield from extend(prefix + (s,), budget // s)
+
     yield from extend((), workers)
 
 

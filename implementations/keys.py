@@ -1,5 +1,6 @@
 """Which worker owns a key, how an edge becomes one sortable int64, and how a batch of codes is found in
 a sorted array: one definition of each, for the numba kernels and the driver alike."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -2,6 +2,7 @@
 degree-ordered ids, sorted CSR adjacency, each level's candidates intersected from its lists
 (merge when sizes are comparable, galloping when one is much smaller, so a hub's list is never
 scanned), candidate sets carried down to the next level, the last level counted without listing it."""
+
 from __future__ import annotations
 
 import time
@@ -60,8 +61,26 @@ def level_plan(rel_count, rel_pos, rel_kind, above, below, differ, loop):
 
 
 @njit(cache=True, nogil=True)
-def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below, differ, loop, loop_kind, limit, out, work,
-                 first_lo, first_hi, found_before, buf):
+def generic_join(
+    n,
+    offsets,
+    values,
+    rel_count,
+    rel_pos,
+    rel_kind,
+    above,
+    below,
+    differ,
+    loop,
+    loop_kind,
+    limit,
+    out,
+    work,
+    first_lo,
+    first_hi,
+    found_before,
+    buf,
+):
     """Count matches whose first position lies in [first_lo, first_hi); write the first matches into
     out[found_before:limit] (in attribute-order positions).
 
@@ -133,7 +152,11 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
             r = extra[nj, e]
             kind, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
             base = kind * row
-            sizes[e] = base + offsets[kind, key + 1] - _lower_bound(flat, base + offsets[kind, key], base + offsets[kind, key + 1], floor)
+            sizes[e] = (
+                base
+                + offsets[kind, key + 1]
+                - _lower_bound(flat, base + offsets[kind, key], base + offsets[kind, key + 1], floor)
+            )
             order[e] = r
             q = e
             while q > 0 and sizes[q] < sizes[q - 1]:
@@ -161,8 +184,7 @@ def generic_join(n, offsets, values, rel_count, rel_pos, rel_kind, above, below,
             kind, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
             b_hi = kind * row + offsets[kind, key + 1]
             store = not (last and e == k_extra - 1)
-            found = intersect(cand if from_buf else flat, lo, hi, flat, b_hi - sizes[e], b_hi, cand, nj * width,
-                              store, work)
+            found = intersect(cand if from_buf else flat, lo, hi, flat, b_hi - sizes[e], b_hi, cand, nj * width, store, work)
             from_buf, lo, hi = True, nj * width, nj * width + found
             if not store:
                 break
@@ -195,10 +217,46 @@ def warm_up() -> None:
     none = np.zeros((3, 3), dtype=np.bool_)
     out = np.zeros((1, 3), dtype=np.int64)
     work = np.zeros(2, dtype=np.int64)
-    found = generic_join(3, offsets, values, rel_count, rel_pos, rel_kind, above, none, ~above, np.ones(3, np.bool_),
-                         0, 1, out, work, 0, 3, 0, scratch(offsets, 3))
-    found += generic_join(3, offsets, values, rel_count, rel_pos, rel_kind, above, none, none,
-                          np.zeros(3, np.bool_), 0, 0, out, work, 0, 3, 0, scratch(offsets, 3))
+    found = generic_join(
+        3,
+        offsets,
+        values,
+        rel_count,
+        rel_pos,
+        rel_kind,
+        above,
+        none,
+        ~above,
+        np.ones(3, np.bool_),
+        0,
+        1,
+        out,
+        work,
+        0,
+        3,
+        0,
+        scratch(offsets, 3),
+    )
+    found += generic_join(
+        3,
+        offsets,
+        values,
+        rel_count,
+        rel_pos,
+        rel_kind,
+        above,
+        none,
+        none,
+        np.zeros(3, np.bool_),
+        0,
+        0,
+        out,
+        work,
+        0,
+        3,
+        0,
+        scratch(offsets, 3),
+    )
     if found != 1:
         raise RuntimeError(f"generic_join self-check found {found} triangles in a triangle")
     # The index builders too: the native reference's timing excludes compiling its list builder.
@@ -231,10 +289,13 @@ class LocalGenericJoin(Implementation):
         s, d = rank[s], rank[d]
         if undirected:  # FORWARD lower rank -> higher, REVERSE back, BOTH every neighbour
             s, d = np.minimum(s, d), np.maximum(s, d)
-        keys: dict[int, tuple[np.ndarray, np.ndarray]] = {0: (s, d), 1: (d, s), 2: (np.concatenate([s, d]), np.concatenate([d, s])) if undirected else (s, d)}
+        keys: dict[int, tuple[np.ndarray, np.ndarray]] = {
+            0: (s, d),
+            1: (d, s),
+            2: (np.concatenate([s, d]), np.concatenate([d, s])) if undirected else (s, d),
+        }
         # Only the lists the plan reads (a triangle reads FORWARD alone), each built by counting sorts.
-        indices = [build_csr(*keys[k], n) if k in used else (np.zeros(n + 1, np.int64), np.zeros(0, np.int64))
-                   for k in range(3)]
+        indices = [build_csr(*keys[k], n) if k in used else (np.zeros(n + 1, np.int64), np.zeros(0, np.int64)) for k in range(3)]
         self.offsets = np.stack([o for o, _ in indices])
         self.values = np.zeros((3, max(1, max(len(v) for _, v in indices))), dtype=np.int64)
         for i, (_, v) in enumerate(indices):
@@ -260,8 +321,26 @@ class LocalGenericJoin(Implementation):
             target = estimate[lo] + max(1.0, rate * CHUNK_S)
             hi = min(self.n, max(lo + 1, int(np.searchsorted(estimate, target, side="right")) - 1))
             started = time.perf_counter()
-            count += generic_join(self.n, self.offsets, self.values, p.rel_count, p.rel_pos, p.rel_kind,
-                                  p.above, p.below, p.differ, p.loop, 0, limit, out, work, lo, hi, count, buf)
+            count += generic_join(
+                self.n,
+                self.offsets,
+                self.values,
+                p.rel_count,
+                p.rel_pos,
+                p.rel_kind,
+                p.above,
+                p.below,
+                p.differ,
+                p.loop,
+                0,
+                limit,
+                out,
+                work,
+                lo,
+                hi,
+                count,
+                buf,
+            )
             took = max(time.perf_counter() - started, 1e-4)
             rate = min(rate * 4, (estimate[hi] - estimate[lo]) / took)  # grow at most 4x per slice
             lo = hi

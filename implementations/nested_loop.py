@@ -5,6 +5,7 @@ The edge set is read to the driver, and each attribute of the join spec's order 
 every vertex: a binding is kept only if every atom, order constraint and inequality among the
 attributes bound so far holds, each checked by a set lookup. Per-record Python, exponential in the
 pattern's size: it refuses graphs of more than MAX_EDGES edges."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -36,8 +37,10 @@ class NestedLoop(Implementation):
     def prepare(self) -> None:
         graph = self.ctx.graph
         if graph.edges > self.max_edges:
-            raise DataError(f"nested-loop counts graphs of up to {self.max_edges:,} edges (a pure-Python loop); "
-                            f"{graph.name} has {graph.edges:,}")
+            raise DataError(
+                f"nested-loop counts graphs of up to {self.max_edges:,} edges (a pure-Python loop); "
+                f"{graph.name} has {graph.edges:,}"
+            )
         src, dst = graph.edge_arrays()
         self.edges = set(zip(src.tolist(), dst.tolist()))
         self.vertices = sorted(set(src.tolist()) | set(dst.tolist()))

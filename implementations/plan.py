@@ -1,6 +1,7 @@
 """The Generic Join plan of a JoinSpec: for each attribute position, the relations that bind it (which
 earlier position is the lookup key, and which index answers it) and the filters on its values.
 One plan serves `local-gj` and every BiGJoin variant."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -83,7 +84,9 @@ class ExtensionPlan:
         """Dataflow joins extend prefixes through relations: every position after the first needs one."""
         for j in range(1, self.m):
             if self.rel_count[j] == 0:
-                raise DataError(f"attribute order {','.join(spec.attribute_order)}: {spec.attribute_order[j]} "
-                                "is bound by no relation to an earlier attribute (the query must be connected)")
+                raise DataError(
+                    f"attribute order {','.join(spec.attribute_order)}: {spec.attribute_order[j]} "
+                    "is bound by no relation to an earlier attribute (the query must be connected)"
+                )
         if self.rel_count.max(initial=0) > 30:
             raise DataError("at most 30 relations may bind one attribute")

@@ -20,6 +20,7 @@ worker of their proposing relation (the paper's (p, min-c, min-i, rem-ext) quadr
 Every stage applies all lookups whose keys the worker owns before shipping an item, so H is an
 upper bound and items often arrive early. BiGJoin schedules these jobs (`BiGJoin.extend`); BiGJoin-S
 replaces the stages and keeps the queues, windows, job driver and counters."""
+
 from __future__ import annotations
 
 import os
@@ -55,11 +56,38 @@ class Operator(IntEnum):
     INTERSECT = 2
 
 
-FIELDS = ("stage", "worker", "received_prefixes", "received_candidates", "received_lookups", "received_answers",
-          "received_ranges", "sent_prefixes", "sent_candidates", "sent_remote_prefixes", "sent_remote_candidates",
-          "sent_lookups", "sent_remote_lookups", "sent_remote_answers", "sent_remote_ranges", "lookups_aggregated",
-          "held_prefixes", "held_candidates", "count_lookups", "proposals", "probes", "produced", "counted",
-          "queued_rows", "queued_work", "group", "attempt", "kernel_us", "pack_us", "io_us")
+FIELDS = (
+    "stage",
+    "worker",
+    "received_prefixes",
+    "received_candidates",
+    "received_lookups",
+    "received_answers",
+    "received_ranges",
+    "sent_prefixes",
+    "sent_candidates",
+    "sent_remote_prefixes",
+    "sent_remote_candidates",
+    "sent_lookups",
+    "sent_remote_lookups",
+    "sent_remote_answers",
+    "sent_remote_ranges",
+    "lookups_aggregated",
+    "held_prefixes",
+    "held_candidates",
+    "count_lookups",
+    "proposals",
+    "probes",
+    "produced",
+    "counted",
+    "queued_rows",
+    "queued_work",
+    "group",
+    "attempt",
+    "kernel_us",
+    "pack_us",
+    "io_us",
+)
 RECEIVED = tuple(name for name in FIELDS if name.startswith("received_"))
 F = {name: i for i, name in enumerate(FIELDS)}
 # The tasks' own clocks, in microseconds: Spark's executor CPU time does not see the Python worker.
@@ -71,6 +99,7 @@ class Chunk:
     """A file of queued prefixes at one worker: their count and their total proposal work. The task
     that queued them keeps a local copy and checkpoints it to the store (store.write_bytes), so the
     task that proposes from them reads locally when it runs on the same executor, else the checkpoint."""
+
     path: str
     rows: int
     work: int
@@ -79,6 +108,7 @@ class Chunk:
 @dataclass(kw_only=True)
 class ExtensionJob:
     """Everything the tasks of one batch need (pickled into them); built with keywords only."""
+
     index_root: str
     workers: int
     tokens: np.ndarray
@@ -120,12 +150,14 @@ class ExtensionJob:
             for _ in iterator:
                 pass
             yield from self.start(exchange.current_partition(), final)
+
         return start
 
     def stage_task(self, number: int, final: bool):
         def run_stage(iterator):
             p = exchange.current_partition()
             yield from self.stage(number, p, exchange.received(iterator, p), final)
+
         return run_stage
 
     def start(self, p: int, final: bool, number: int = 0):
@@ -168,8 +200,11 @@ class GroupJob:
     `offsets[i]` (default 0), so the levels of one extension can run one after the other in the same
     Spark job (pipelined). With a `prelude`, the start tasks first run it (on their input and worker);
     the blobs it returns travel to the driver (JobResult.reports)."""
+
     jobs: list[ExtensionJob]
-    prelude: Callable[[Iterator, int], list[bytes]] | None = None  # (input iterator, worker) -> blobs, e.g. applying an update batch
+    prelude: Callable[[Iterator, int], list[bytes]] | None = (
+        None  # (input iterator, worker) -> blobs, e.g. applying an update batch
+    )
     offsets: list[int] = field(default_factory=list)
 
     def __post_init__(self):
@@ -207,6 +242,7 @@ class GroupJob:
                 if offset == 0:
                     yield from job.start(p, final)
             yield from self._carry(reports, p, final)
+
         return start
 
     def stage_task(self, number: int, final: bool):
@@ -225,6 +261,7 @@ class GroupJob:
                 elif offset < number:
                     yield from job.stage(number, p, by_group.get(job.group, []), final)
             yield from self._carry(reports, p, final)
+
         return run_stage
 
     def _carry(self, reports: list[bytes], p: int, final: bool):
@@ -235,12 +272,14 @@ class GroupJob:
 class _Items:
     """Columns of in-flight items: an (n, j) int32 prefix matrix then per-item int32 columns, packed
     into blobs of kind KIND."""
+
     KIND = 0
     # Declared for the type checker; the subclasses are dataclasses whose first field is prefix.
     prefix: np.ndarray
     __dataclass_fields__: ClassVar[dict[str, Any]]
 
     if TYPE_CHECKING:
+
         def __init__(self, *columns: np.ndarray) -> None: ...
 
     @classmethod
@@ -259,6 +298,7 @@ class _Items:
 @dataclass
 class Candidates(_Items):
     """Prefixes with their candidate extensions (concatenated lists), during Intersect."""
+
     KIND = BlobKind.CANDIDATES
     prefix: np.ndarray
     mask: np.ndarray  # relations still to intersect
@@ -266,13 +306,18 @@ class Candidates(_Items):
     values: np.ndarray
 
     def take(self, order: np.ndarray) -> Candidates:
-        return Candidates(self.prefix[order], self.mask[order], self.lengths[order],
-                          gather_lists(self.lengths, self.values, order.astype(np.int64)))
+        return Candidates(
+            self.prefix[order],
+            self.mask[order],
+            self.lengths[order],
+            gather_lists(self.lengths, self.values, order.astype(np.int64)),
+        )
 
 
 @dataclass
 class Prefixes(_Items):
     """Prefixes during Count, and queued for Propose: the smallest count so far and its relation."""
+
     KIND = BlobKind.PREFIXES
     prefix: np.ndarray
     mask: np.ndarray  # relations still to count
@@ -285,8 +330,12 @@ class Prefixes(_Items):
     @classmethod
     def fresh(cls, prefix: np.ndarray, relations: int) -> Prefixes:
         n = len(prefix)
-        return cls(np.ascontiguousarray(prefix, dtype=np.int32), np.full(n, (1 << relations) - 1, dtype=np.int32),
-                   np.full(n, -1, dtype=np.int32), np.full(n, INT32_MAX, dtype=np.int32))
+        return cls(
+            np.ascontiguousarray(prefix, dtype=np.int32),
+            np.full(n, (1 << relations) - 1, dtype=np.int32),
+            np.full(n, -1, dtype=np.int32),
+            np.full(n, INT32_MAX, dtype=np.int32),
+        )
 
 
 def _concat(parts: list, empty):
@@ -428,9 +477,23 @@ class Stage(StageBase):
         job, plan, j = self.job, self.job.plan, self.job.level
         items, first, last = window
         with self.clock("kernel_us"):
-            lengths, values = propose_items(self.p, job.workers, self.ix, self.loops, j, items.prefix, items.min_rel,
-                                            first, last, plan.rel_pos, plan.rel_kind, plan.above, plan.below,
-                                            plan.differ, plan.loop)
+            lengths, values = propose_items(
+                self.p,
+                job.workers,
+                self.ix,
+                self.loops,
+                j,
+                items.prefix,
+                items.min_rel,
+                first,
+                last,
+                plan.rel_pos,
+                plan.rel_kind,
+                plan.above,
+                plan.below,
+                plan.differ,
+                plan.loop,
+            )
         self.add("proposals", len(values))
         full = (1 << int(plan.rel_count[j])) - 1
         return Candidates(items.prefix, (full & ~(1 << items.min_rel)).astype(np.int32), lengths, values)
@@ -441,8 +504,19 @@ class Stage(StageBase):
         if job.level == 0 or not len(cands.prefix):
             return cands
         with self.clock("kernel_us"):
-            kept, probes = intersect_items(self.p, job.workers, self.ix, job.level, cands.prefix, cands.mask,
-                                           cands.lengths, cands.values, plan.rel_count, plan.rel_pos, plan.rel_kind)
+            kept, probes = intersect_items(
+                self.p,
+                job.workers,
+                self.ix,
+                job.level,
+                cands.prefix,
+                cands.mask,
+                cands.lengths,
+                cands.values,
+                plan.rel_count,
+                plan.rel_pos,
+                plan.rel_kind,
+            )
         cands.values = cands.values[:kept]
         self.add("probes", probes)
         alive = np.flatnonzero(cands.lengths > 0)
@@ -454,9 +528,21 @@ class Stage(StageBase):
         if not len(prefixes.prefix):
             return prefixes
         with self.clock("kernel_us"):
-            lookups = count_items(self.p, job.workers, self.ix, job.level + 1, prefixes.prefix, prefixes.mask,
-                                  prefixes.min_rel, prefixes.min_count, plan.rel_count, plan.rel_pos, plan.rel_kind,
-                                  plan.above, plan.below)
+            lookups = count_items(
+                self.p,
+                job.workers,
+                self.ix,
+                job.level + 1,
+                prefixes.prefix,
+                prefixes.mask,
+                prefixes.min_rel,
+                prefixes.min_count,
+                plan.rel_count,
+                plan.rel_pos,
+                plan.rel_kind,
+                plan.above,
+                plan.below,
+            )
         self.add("count_lookups", lookups)
         return prefixes.take(np.flatnonzero(prefixes.min_count > 0))
 

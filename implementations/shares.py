@@ -8,6 +8,7 @@ tuples (and only they) agree on the cell whose coordinate for attribute a is h_a
 The grid shuffle is pure Spark SQL (hash, explode over the free coordinates, repartition by a routing
 token per cell), so the rows shipped are real shuffle records; only the per-cell join is Python
 (numpy + numba, once per cell)."""
+
 from __future__ import annotations
 
 import math
@@ -48,8 +49,10 @@ class Shares(Implementation):
         self.edges, self.ids, edge_rows, loop_rows = self.ctx.arrangements[_ARRANGEMENT]
         order = spec.attribute_order
         size = {FORWARD: edge_rows, REVERSE: edge_rows, BOTH: 2 * edge_rows}
-        self.relations = [hypercube.Relation(f"{order[early]}-{order[late]}", (order[early], order[late]), size[kind])
-                          for early, late, kind in self.plan.atoms]
+        self.relations = [
+            hypercube.Relation(f"{order[early]}-{order[late]}", (order[early], order[late]), size[kind])
+            for early, late, kind in self.plan.atoms
+        ]
         self.loop_positions = [j for j in range(self.plan.m) if self.plan.loop[j]]
         self.relations += [hypercube.Relation(f"{order[j]}-{order[j]}", (order[j],), loop_rows) for j in self.loop_positions]
         self.allocation = hypercube.allocate(order, self.relations, self.ctx.workers)
@@ -65,9 +68,12 @@ class Shares(Implementation):
             ids, rank = rank_vertices(edges, undirected=True)
             table = F.broadcast(self.ctx.spark.createDataFrame(pa.table({"v": ids, "r": rank})))
             s, d = table.alias("s"), table.alias("d")
-            ranked = (edges.join(s, edges.src == F.col("s.v")).join(d, edges.dst == F.col("d.v"))
-                      .select(F.least("s.r", "d.r").alias("src"), F.greatest("s.r", "d.r").alias("dst"))
-                      .cache())
+            ranked = (
+                edges.join(s, edges.src == F.col("s.v"))
+                .join(d, edges.dst == F.col("d.v"))
+                .select(F.least("s.r", "d.r").alias("src"), F.greatest("s.r", "d.r").alias("dst"))
+                .cache()
+            )
             rows = ranked.count()
             return ranked, ids[np.argsort(rank)], rows, 0
         rows = edges.count()
@@ -100,8 +106,9 @@ class Shares(Implementation):
             stride *= share
         return cell
 
-    def _shipped(self, rows: DataFrame, relation: int, early: tuple[int, str], late: tuple[int, str],
-                 tokens: np.ndarray) -> DataFrame:
+    def _shipped(
+        self, rows: DataFrame, relation: int, early: tuple[int, str], late: tuple[int, str], tokens: np.ndarray
+    ) -> DataFrame:
         """Every (token, relation, early, late) copy of one relation's tuples, one per cell that agrees
         with it: (position, column) give each end's attribute position and source column."""
         bound = dict([early, late])
@@ -111,8 +118,12 @@ class Shares(Implementation):
             rows = rows.withColumn("_free", F.explode(F.sequence(F.lit(0), F.lit(copies - 1))))
         cell = self.cell_of({j: F.col(c) for j, c in bound.items()}, F.col("_free") if copies > 1 else None)
         token = F.element_at(F.array(*[F.lit(int(t)).cast("long") for t in tokens]), (cell + 1).cast("int"))
-        return rows.select(token.alias("token"), F.lit(relation).alias("relation"),
-                           F.col(early[1]).cast("long").alias("early"), F.col(late[1]).cast("long").alias("late"))
+        return rows.select(
+            token.alias("token"),
+            F.lit(relation).alias("relation"),
+            F.col(early[1]).cast("long").alias("early"),
+            F.col(late[1]).cast("long").alias("late"),
+        )
 
     def _run(self, limit: int) -> list[tuple]:
         """Ship, join in every cell, and return each cell's
@@ -131,14 +142,18 @@ class Shares(Implementation):
         shipped = parts[0]
         for part in parts[1:]:
             shipped = shipped.unionByName(part)
-        rows = (shipped.repartition(cells, "token")
-                .mapInArrow(_cell_join(self.plan, len(self.relations), limit, tokens), exchange.SCHEMA)
-                .collect())
+        rows = (
+            shipped.repartition(cells, "token")
+            .mapInArrow(_cell_join(self.plan, len(self.relations), limit, tokens), exchange.SCHEMA)
+            .collect()
+        )
         empty = np.zeros(len(self.relations), np.int64), np.zeros(2, np.int64), np.zeros((0, self.plan.m), np.int64)
         result = {c: (c, 0, 0, 0.0, *empty) for c in range(cells)}  # a task may skip an empty partition
         self._python_us = np.zeros(3, np.int64)  # kernel (build + join), unpack, reading the shuffle
         for row in rows:
-            _, cell, (count, vertices, join_us, build_us, unpack_us, read_us), (received, work, matches) = exchange.unpack(row.payload)
+            _, cell, (count, vertices, join_us, build_us, unpack_us, read_us), (received, work, matches) = exchange.unpack(
+                row.payload
+            )
             result[cell] = (cell, count, vertices, join_us / 1e6, received, work, matches.reshape(-1, self.plan.m))
             self._python_us += (join_us + build_us, unpack_us, read_us)
         return [result[c] for c in range(cells)]
@@ -159,9 +174,18 @@ class Shares(Implementation):
         counters = {
             "share_method": "exact search over integer shares with product <= W; least tuples per cell, then least total",
             "share_vectors_examined": alloc.candidates,
-            "shares": dict(alloc.shares), "cells": alloc.cells, "workers": self.ctx.workers,
-            "relations": [{"relation": r.name, "size": r.size, "replication": hypercube.replication(alloc.shares, r),
-                           "shipped": int(per_relation[i])} for i, r in enumerate(relations)],
+            "shares": dict(alloc.shares),
+            "cells": alloc.cells,
+            "workers": self.ctx.workers,
+            "relations": [
+                {
+                    "relation": r.name,
+                    "size": r.size,
+                    "replication": hypercube.replication(alloc.shares, r),
+                    "shipped": int(per_relation[i]),
+                }
+                for i, r in enumerate(relations)
+            ],
             "input_tuples": sum(r.size for r in relations),
             "tuples_shipped": shipped,
             "tuples_shipped_predicted": alloc.communication,
@@ -178,13 +202,19 @@ class Shares(Implementation):
             "max_cell_work": int(work.sum(axis=1).max(initial=0)),
             "mean_cell_work": round(float(work.sum(axis=1).mean()), 2) if len(work) else 0.0,
             "join_seconds_per_cell": [round(c[3], 4) for c in cells],
-            "rho_star": rho, "tau_star": tau,
+            "rho_star": rho,
+            "tau_star": tau,
         }
-        return Outcome(count=total, counters=counters,
-                       metrics={"shares": dict(alloc.shares), "tuples_shipped": shipped,
-                                # Summed over cells, from the tasks' own clocks (the shuffle read includes waiting for it).
-                                "python_task_s": {k: round(int(v) / 1e6, 3)
-                                                  for k, v in zip(("kernel", "pack", "io"), self._python_us)}})
+        return Outcome(
+            count=total,
+            counters=counters,
+            metrics={
+                "shares": dict(alloc.shares),
+                "tuples_shipped": shipped,
+                # Summed over cells, from the tasks' own clocks (the shuffle read includes waiting for it).
+                "python_task_s": {k: round(int(v) / 1e6, 3) for k, v in zip(("kernel", "pack", "io"), self._python_us)},
+            },
+        )
 
     def matches(self, limit: int) -> list[tuple]:
         total, cells = self._sample if self._sample else (None, None)
@@ -230,7 +260,7 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
         offsets = np.stack([o for o, _ in index])
         values = np.zeros((len(index), max(1, max(len(v) for _, v in index))), dtype=np.int64)
         for i, (_, v) in enumerate(index):
-            values[i, :len(v)] = v
+            values[i, : len(v)] = v
         # Relations whose shares put the same edges in this cell (a1-a3 and a1-a4 when only a1 is split)
         # read one index, so Generic Join carries a level's candidates down instead of recomputing them.
         same = np.arange(len(index))
@@ -242,11 +272,29 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
         build_us = lap()
         # Through the module: a bare jitted name in this closure would be pickled by value and compiled
         # again in every Python worker (seconds), where the module's own dispatcher is warm.
-        count = local_gj.generic_join(n, offsets, values, plan.rel_count, plan.rel_pos, rel_index,
-                                      plan.above, plan.below, plan.differ, plan.loop, atoms, limit, out, work, 0, n,
-                                      0, local_gj.scratch(offsets, plan.m))
+        count = local_gj.generic_join(
+            n,
+            offsets,
+            values,
+            plan.rel_count,
+            plan.rel_pos,
+            rel_index,
+            plan.above,
+            plan.below,
+            plan.differ,
+            plan.loop,
+            atoms,
+            limit,
+            out,
+            work,
+            0,
+            n,
+            0,
+            local_gj.scratch(offsets, plan.m),
+        )
         join_us = lap()
-        found = ids[out[:min(count, limit)]].ravel()
+        found = ids[out[: min(count, limit)]].ravel()
         meta = (int(count), n, join_us, build_us, unpack_us, read_us)
         yield exchange.blobs_batch([cell], [exchange.pack(BlobKind.CELL, cell, [received, work, found], meta)])
+
     return join

@@ -18,6 +18,7 @@ seeds, and starts the delta queries in the same task. The work of a batch is pro
 changes and the overlay, not to the graph; compaction, every so often, is proportional to the partition.
 The counters of a pair are kept by its home: the owner of src (directed) or of the lower rank
 (undirected, where the relation is the simple graph of the directed set)."""
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,16 @@ from .keys import edge_code, find_sorted, partition_of
 
 LOW32 = np.int64(0xFFFFFFFF)
 # Per-worker counters of one batch (of the pairs homed there).
-UPDATE_FIELDS = ("updates", "pairs_touched", "inserts_ignored", "deletes_ignored", "edges_inserted", "edges_deleted",
-                 "relation_inserted", "relation_deleted")
+UPDATE_FIELDS = (
+    "updates",
+    "pairs_touched",
+    "inserts_ignored",
+    "deletes_ignored",
+    "edges_inserted",
+    "edges_deleted",
+    "relation_inserted",
+    "relation_deleted",
+)
 INDEX_FIELDS = ("keys", "base_entries", "overlay_keys", "overlay_entries", "compacted", "bytes")
 
 
@@ -86,6 +95,7 @@ def load_view(root: str, p: int, b: int, k: int) -> tuple[IndexPartition, np.nda
 @dataclass
 class VersionedIndex:
     """The driver's handle: where the files are, which versions are current, and their sizes."""
+
     root: Path
     workers: int
     undirected: bool
@@ -107,13 +117,18 @@ class VersionedIndex:
     def describe(self) -> dict:
         s = self.sizes
         entries = s[:, 1] + s[:, 3] if len(s) else np.zeros(0)
-        return {"workers": self.workers, "vertices": self.vertices, "batches_applied": self.version,
-                "compactions": self.compactions, "base_entries": int(s[:, 1].sum()) if len(s) else 0,
-                "overlay_keys": int(s[:, 2].sum()) if len(s) else 0,
-                "overlay_entries": int(s[:, 3].sum()) if len(s) else 0,
-                "entries_per_worker": entries.tolist(),
-                "entries_max_over_mean": round(float(entries.max() / entries.mean()), 4) if entries.sum() else None,
-                "bytes_on_disk": int(s[:, 5].sum()) if len(s) else 0}
+        return {
+            "workers": self.workers,
+            "vertices": self.vertices,
+            "batches_applied": self.version,
+            "compactions": self.compactions,
+            "base_entries": int(s[:, 1].sum()) if len(s) else 0,
+            "overlay_keys": int(s[:, 2].sum()) if len(s) else 0,
+            "overlay_entries": int(s[:, 3].sum()) if len(s) else 0,
+            "entries_per_worker": entries.tolist(),
+            "entries_max_over_mean": round(float(entries.max() / entries.mean()), 4) if entries.sum() else None,
+            "bytes_on_disk": int(s[:, 5].sum()) if len(s) else 0,
+        }
 
     def overlay_share(self) -> float:
         s = self.sizes
@@ -145,8 +160,12 @@ def build(spark, directed_edges, relation, undirected: bool, workers: int, extra
     tokens = exchange.routing_tokens(spark, workers)
     ranking = spark.sparkContext.broadcast(index.ranking)
     try:
-        rows = (directed_edges.mapInArrow(_route_pairs(ranking, workers, tokens), exchange.SCHEMA)
-                .repartition(workers, "token").mapInArrow(_home_pairs(root), exchange.SCHEMA).collect())
+        rows = (
+            directed_edges.mapInArrow(_route_pairs(ranking, workers, tokens), exchange.SCHEMA)
+            .repartition(workers, "token")
+            .mapInArrow(_home_pairs(root), exchange.SCHEMA)
+            .collect()
+        )
     finally:
         ranking.destroy()
     if len(rows) != workers:
@@ -159,15 +178,18 @@ def build(spark, directed_edges, relation, undirected: bool, workers: int, extra
 
 def _route_pairs(ranking, workers: int, tokens: np.ndarray):
     """(src, dst) rows in original ids -> rank pairs at the owners of their endpoints."""
+
     def route(iterator):
         for batch in iterator:
             s = distributed_index.to_ranks(ranking.value, batch.column(0).to_numpy())
             d = distributed_index.to_ranks(ranking.value, batch.column(1).to_numpy())
             owners, rows = _pair_owners(s, d, workers)
-            out_tokens, payloads = exchange.route(BlobKind.HOMED, owners, [s[rows].astype(np.int32), d[rows].astype(np.int32)],
-                                                  tokens, workers)
+            out_tokens, payloads = exchange.route(
+                BlobKind.HOMED, owners, [s[rows].astype(np.int32), d[rows].astype(np.int32)], tokens, workers
+            )
             if payloads:
                 yield exchange.blobs_batch(out_tokens, payloads)
+
     return route
 
 
@@ -178,6 +200,7 @@ def _home_pairs(root: str):
         codes = np.unique(np.concatenate([edge_code(a[0], a[1]) for a in parts])) if parts else np.zeros(0, np.int64)
         _save(os.path.join(root, "edges-0"), **{f"p{p}": codes})
         yield exchange.blobs_batch([-1], [exchange.pack(BlobKind.HOMED, p, [np.array([len(codes)], np.int64)])])
+
     return home
 
 
@@ -190,6 +213,7 @@ class BatchUpdate:
     queries: `prelude` (on a start task's input and worker) applies the batch at that worker and
     returns its reports. The index's view moves to the batch at once; `finish` reads the reports and
     drops stale files."""
+
     index: VersionedIndex
     version: int
     old_base: int
@@ -225,8 +249,12 @@ def begin_batch(index: VersionedIndex, updates, compact: bool) -> BatchUpdate:
     root, workers, k, b = str(index.root), index.workers, index.version + 1, index.base
     s, d = index.rank(updates.column("src").to_numpy()), index.rank(updates.column("dst").to_numpy())
     owners, rows = _pair_owners(s, d, workers)
-    columns = [s.astype(np.int32), d.astype(np.int32), updates.column("diff").to_numpy().astype(np.int8),
-               updates.column("seq").to_numpy().astype(np.int64)]
+    columns = [
+        s.astype(np.int32),
+        d.astype(np.int32),
+        updates.column("diff").to_numpy().astype(np.int8),
+        updates.column("seq").to_numpy().astype(np.int64),
+    ]
     homed = exchange.split(BlobKind.OPS, owners, [c[rows] for c in columns], workers)
     index.version, index.base = k, (k if compact else b)
     return BatchUpdate(index, k, b, compact, _apply_batch(root, workers, index.undirected, k, b, compact, homed))
@@ -264,19 +292,24 @@ class EdgeSet:
 def _apply_batch(root: str, workers: int, undirected: bool, k: int, b: int, compact: bool, homed: dict[int, bytes]):
     """At worker p: apply the updates it was handed (set semantics, in order) to its copy of the edge
     set, then the net changes of the lists it owns to its overlay; returns its reports as blobs."""
+
     def apply(iterator, p: int) -> list[bytes]:
         for _ in iterator:
             pass
         keys, values, kinds, diffs, counters = _apply_updates(root, workers, undirected, k, b, compact, p, homed.get(p))
-        return _apply_changes(root, k, b, compact, p, keys, values, kinds, diffs) + [exchange.pack(BlobKind.UPDATE_STATS, p, [counters])]
+        return _apply_changes(root, k, b, compact, p, keys, values, kinds, diffs) + [
+            exchange.pack(BlobKind.UPDATE_STATS, p, [counters])
+        ]
+
     return apply
 
 
 def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, compact: bool, p: int, blob: bytes | None):
     """(keys, values, kinds, diffs, counters): the net changes of the relation entries keyed at p, and
     the UPDATE_FIELDS counters of the pairs homed at p."""
-    arrays: list[np.ndarray] = (exchange.unpack(blob)[3] if blob is not None else
-                                [np.zeros(0, dt) for dt in (np.int32, np.int32, np.int8, np.int64)])
+    arrays: list[np.ndarray] = (
+        exchange.unpack(blob)[3] if blob is not None else [np.zeros(0, dt) for dt in (np.int32, np.int32, np.int8, np.int64)]
+    )
     s, d, diff, seq = arrays
     codes = edge_code(s, d)
     order = np.lexsort((seq, codes))
@@ -294,8 +327,14 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
     mine = partition_of(np.minimum(ts, td) if undirected else ts, workers) == p  # pairs homed here
     mine_rows = np.repeat(mine, np.diff(np.r_[np.flatnonzero(first), len(codes)])) if len(codes) else first
     counters = np.zeros(len(UPDATE_FIELDS), np.int64)
-    counters[:6] = (mine_rows.sum(), mine.sum(), (insert & state & mine_rows).sum(), (~insert & ~state & mine_rows).sum(),
-                    (after & ~before & mine).sum(), (~after & before & mine).sum())
+    counters[:6] = (
+        mine_rows.sum(),
+        mine.sum(),
+        (insert & state & mine_rows).sum(),
+        (~insert & ~state & mine_rows).sum(),
+        (after & ~before & mine).sum(),
+        (~after & before & mine).sum(),
+    )
     changed_codes, changed_present = edges.updated(touched, after)
     if compact:  # fold every change into a new base
         base = np.union1d(np.asarray(edges.base)[~find_sorted(changed_codes, edges.base)[1]], changed_codes[changed_present])
@@ -342,8 +381,19 @@ def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, value
     previous_values, previous_signs = (previous.forward, previous.reverse), (previous.forward_sign, previous.reverse_sign)
     if compact:
         all_keys = np.union1d(base.keys, previous.keys).astype(np.int32)
-        lists = [_merged(all_keys, base.keys, base.offsets[row], base_values[row], previous.keys, previous.offsets[row],
-                         previous_values[row], previous_signs[row]) for row in (0, 1)]
+        lists = [
+            _merged(
+                all_keys,
+                base.keys,
+                base.offsets[row],
+                base_values[row],
+                previous.keys,
+                previous.offsets[row],
+                previous_values[row],
+                previous_signs[row],
+            )
+            for row in (0, 1)
+        ]
         offsets = np.stack([_offsets(counts) for counts, _ in lists])
         base = Lists(all_keys, offsets, lists[0][1], lists[1][1])
         _save(os.path.join(base_dir(root, k), f"p{p}"), keys=all_keys, offsets=offsets, forward=lists[0][1], reverse=lists[1][1])
@@ -353,11 +403,13 @@ def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, value
     okeys = np.union1d(previous.keys, keys).astype(np.int32)
     rows_new, rows_old, vals, signs = [], [], [], []
     for row in (0, 1):
-        counts, before, before_sign = _gather_changes(okeys, previous.keys, previous.offsets[row], previous_values[row],
-                                                      previous_signs[row])
+        counts, before, before_sign = _gather_changes(
+            okeys, previous.keys, previous.offsets[row], previous_values[row], previous_signs[row]
+        )
         sel = kinds == row
-        slot = np.concatenate([np.repeat(np.arange(len(okeys), dtype=np.int64), counts),
-                               np.searchsorted(okeys, keys[sel]).astype(np.int64)])
+        slot = np.concatenate(
+            [np.repeat(np.arange(len(okeys), dtype=np.int64), counts), np.searchsorted(okeys, keys[sel]).astype(np.int64)]
+        )
         codes = (slot << 32) | np.concatenate([before, values[sel]]).astype(np.int64)
         net_codes, where = np.unique(codes, return_inverse=True)
         net = np.bincount(where, weights=np.concatenate([before_sign, diffs[sel]]), minlength=len(net_codes)).astype(np.int8)
@@ -369,10 +421,26 @@ def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, value
         rows_old.append(_offsets(counts) + len(after))
         vals.append(np.concatenate([after, before]))
         signs.append(np.concatenate([net[kept], before_sign]))
-    _save(os.path.join(root, f"overlay-{k}", f"p{p}"), keys=okeys, offsets=np.stack(rows_new + rows_old),
-          forward=vals[0], reverse=vals[1], fsign=signs[0], rsign=signs[1])
-    sizes = np.array([len(base.keys), len(base.forward) + len(base.reverse), len(okeys),
-                      int(rows_new[0][-1] + rows_new[1][-1]), int(compact), _worker_bytes(root, p, k if compact else b, k)], np.int64)
+    _save(
+        os.path.join(root, f"overlay-{k}", f"p{p}"),
+        keys=okeys,
+        offsets=np.stack(rows_new + rows_old),
+        forward=vals[0],
+        reverse=vals[1],
+        fsign=signs[0],
+        rsign=signs[1],
+    )
+    sizes = np.array(
+        [
+            len(base.keys),
+            len(base.forward) + len(base.reverse),
+            len(okeys),
+            int(rows_new[0][-1] + rows_new[1][-1]),
+            int(compact),
+            _worker_bytes(root, p, k if compact else b, k),
+        ],
+        np.int64,
+    )
     return [exchange.pack(BlobKind.INDEX_STATS, p, [sizes])]
 
 

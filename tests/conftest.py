@@ -1,4 +1,5 @@
 """One Spark session per test session, and a private dataset cache so tests start from nothing."""
+
 import os
 import shutil
 import tempfile

@@ -1,4 +1,5 @@
 """Hypothesis strategies shared by the test modules: random patterns and messy random graphs."""
+
 from hypothesis import strategies as st
 
 from harness.query import Query

@@ -1,6 +1,7 @@
 """BiGJoin beyond the conformance suite: batching bounds the prefixes in flight without changing the
 work, the logical counters do not depend on B' or W, count minimisation keeps a hub from being
 proposed, and the index is built once per graph and reused."""
+
 import random
 
 import pytest
@@ -27,7 +28,9 @@ def hubby(spark):
 
 def _run(spark, graph, query: str, semantics: str, workers: int, batch: int | None, arrangements: dict):
     spec = make_join_spec(BUILTINS[query], semantics)
-    impl = implementations.get("bigjoin")(RunContext(spark, graph, spec, workers, {"batch": batch} if batch else {}, arrangements))
+    impl = implementations.get("bigjoin")(
+        RunContext(spark, graph, spec, workers, {"batch": batch} if batch else {}, arrangements)
+    )
     impl.prepare()
     return impl.count()
 

@@ -1,6 +1,7 @@
 """BiGJoin-S beyond the conformance suite: Balance splits work evenly, the batching rule waits for
 every worker, the indices and the per-round loads stay balanced on a hub graph where BiGJoin's do
 not, identical lookups are aggregated, and small batches keep the count."""
+
 import numpy as np
 import pytest
 
@@ -12,9 +13,13 @@ from implementations.bigjoin import Batches, next_level
 from implementations.bigjoin_s import AllWorkersFull, split_work
 from implementations.prefix_extension import Chunk
 
-HUB_EDGES = ([(h, v) for h in range(2) for v in range(2, 600, 2)] + [(0, 1)]  # 2 adjacent hubs on half the vertices
-             + [(v, v + 2) for v in range(2, 598)]  # so most triangles and 4-cliques pass through the hubs
-             + [(v, (v * 7 + 3) % 600) for v in range(2, 600)] + [(v, (v * 13 + 5) % 600) for v in range(2, 600)])
+HUB_EDGES = (
+    [(h, v) for h in range(2) for v in range(2, 600, 2)]
+    + [(0, 1)]  # 2 adjacent hubs on half the vertices
+    + [(v, v + 2) for v in range(2, 598)]  # so most triangles and 4-cliques pass through the hubs
+    + [(v, (v * 7 + 3) % 600) for v in range(2, 600)]
+    + [(v, (v * 13 + 5) % 600) for v in range(2, 600)]
+)
 
 
 @pytest.mark.parametrize("work,workers", [([5, 0, 17, 1, 1, 40], 4), ([3], 8), ([1, 1], 8), ([100, 1, 1], 3), ([], 2)])
@@ -95,7 +100,17 @@ def test_pruning_local_copies_knows_the_job_of_every_run_file(tmp_path):
     from implementations.bigjoin_s import BalancedJob
     from implementations.prefix_extension import _job_of
 
-    job = BalancedJob(index_root="", workers=2, tokens=np.zeros(2, np.int64), plan=None, level=2, budget=10,
-                      queues=[[], []], consumed=[0, 0], run_dir=str(tmp_path), job_id=7)
+    job = BalancedJob(
+        index_root="",
+        workers=2,
+        tokens=np.zeros(2, np.int64),
+        plan=None,
+        level=2,
+        budget=10,
+        queues=[[], []],
+        consumed=[0, 0],
+        run_dir=str(tmp_path),
+        job_id=7,
+    )
     for path in (job.state_path(1, 2), job.chunk_path(3, 1, 4, 0)):
         assert _job_of(os.path.relpath(path, job.run_dir)) == 7

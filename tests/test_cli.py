@@ -1,4 +1,5 @@
 """The command line as a user runs it: exit codes, one-line errors, complete result files."""
+
 import json
 import os
 import subprocess
@@ -10,8 +11,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 def harness(*args, cwd=REPO, timeout=600):
     env = dict(os.environ, COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def error_lines(proc) -> list[str]:
@@ -32,9 +34,11 @@ def test_run_malformed_edge_line_exits_2_and_writes_a_complete_DAT_result(tmp_pa
 
 
 def test_run_unknown_names_fail_fast(tmp_path):
-    for flag, value, message in [("--impl", "nope", "unknown implementation 'nope'"),
-                                 ("--query", "nope", "unknown query 'nope'"),
-                                 ("--dataset", "nope", "unknown dataset 'nope'")]:
+    for flag, value, message in [
+        ("--impl", "nope", "unknown implementation 'nope'"),
+        ("--query", "nope", "unknown query 'nope'"),
+        ("--dataset", "nope", "unknown dataset 'nope'"),
+    ]:
         args = {"--query": "triangle", "--dataset": "rmat-small", "--impl": "binary", flag: value}
         proc = harness("run", *[x for kv in args.items() for x in kv], "--json", str(tmp_path / "r.json"))
         assert proc.returncode == 2 and len(error_lines(proc)) == 1 and message in error_lines(proc)[0]

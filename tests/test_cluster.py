@@ -5,6 +5,7 @@ views of the checkout's .cache, .cluster and results/; only the store (HARNESS_S
 Everything runs there with every count checked by an oracle; losing an executor in the middle of a
 query (or of an update batch) never gives a wrong count; a misconfigured store fails in one line; and
 stopping the cluster leaves no process behind. `make test-cluster` runs these (CI too)."""
+
 import json
 import os
 import signal
@@ -48,8 +49,9 @@ def tree_pids(c: standalone.Cluster) -> set[int]:
 def cluster(tmp_path_factory):
     directory = tmp_path_factory.mktemp("cluster")
     store = tmp_path_factory.mktemp("store")
-    c = standalone.up(directory, workers=2, cores=1, memory="3g", port=free_port(), webui_port=free_block(3),
-                      isolated=True, store=store)
+    c = standalone.up(
+        directory, workers=2, cores=1, memory="3g", port=free_port(), webui_port=free_block(3), isolated=True, store=store
+    )
     seen: set[int] = set()
     yield c, seen
     seen |= tree_pids(c)
@@ -65,8 +67,14 @@ def harness(c, *args, env=None, store: bool = True):
     """`python -m harness ...` against the cluster, with the cluster's store unless told otherwise."""
     base = {k: v for k, v in os.environ.items() if k not in ("SPARK_MASTER", "HARNESS_CACHE", "HARNESS_STORE")}
     env = dict(base, COLUMNS="200", **({"HARNESS_STORE": c.store} if store else {}), **(env or {}))
-    return subprocess.Popen([sys.executable, "-m", "harness", *args, "--master", c.url], cwd=REPO, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", *args, "--master", c.url],
+        cwd=REPO,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def finish(proc, c, seen, timeout=1800) -> str:
@@ -114,8 +122,13 @@ def test_hosts_share_nothing_but_the_store(cluster, tmp_path):
     (REPO / ".cache").mkdir(exist_ok=True)
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
-    proc = subprocess.run([sys.executable, str(script), c.url, str(driver_file), str(store_file), str(REPO / ".cache")],
-                          capture_output=True, text=True, timeout=300, env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable))
+    proc = subprocess.run(
+        [sys.executable, str(script), c.url, str(driver_file), str(store_file), str(REPO / ".cache")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable),
+    )
     seen |= tree_pids(c)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("SEEN")), None)
     assert line is not None, proc.stderr[-3000:]
@@ -128,13 +141,27 @@ def test_hosts_share_nothing_but_the_store(cluster, tmp_path):
 def test_a_misconfigured_store_fails_in_one_line(cluster, tmp_path):
     c, seen = cluster
     out = tmp_path / "r.json"
-    proc = harness(c, "run", "--query", "triangle", "--dataset", "rmat-small", "--impl", "bigjoin", "--json", str(out), store=False)
+    proc = harness(
+        c, "run", "--query", "triangle", "--dataset", "rmat-small", "--impl", "bigjoin", "--json", str(out), store=False
+    )
     log = finish(proc, c, seen, 300)
     assert proc.returncode == 2 and _complete_dat_or_none(out), log[-2000:]
     assert "error: HARNESS_STORE is not set" in log and "Traceback" not in log, log[-2000:]
     hidden = tmp_path / "driver-private-store"  # under the driver's /tmp, which no worker sees
-    proc = harness(c, "run", "--query", "triangle", "--dataset", "rmat-small", "--impl", "bigjoin", "--json", str(out),
-                   env={"HARNESS_STORE": str(hidden)}, store=False)
+    proc = harness(
+        c,
+        "run",
+        "--query",
+        "triangle",
+        "--dataset",
+        "rmat-small",
+        "--impl",
+        "bigjoin",
+        "--json",
+        str(out),
+        env={"HARNESS_STORE": str(hidden)},
+        store=False,
+    )
     log = finish(proc, c, seen, 300)
     assert proc.returncode == 2 and _complete_dat_or_none(out), log[-2000:]
     assert f"error: HARNESS_STORE={hidden}: not visible from the executor" in log and "Traceback" not in log, log[-2000:]
@@ -149,8 +176,11 @@ def _complete_dat_or_none(path: Path) -> bool:
 
 
 def _same_and_verified(found: list[dict]) -> None:
-    bad = [(r["implementation"], r["query"]["pattern"], r["status"], r.get("error")) for r in found
-           if r["status"] != "OK" or r.get("verified") is not True]
+    bad = [
+        (r["implementation"], r["query"]["pattern"], r["status"], r.get("error"))
+        for r in found
+        if r["status"] != "OK" or r.get("verified") is not True
+    ]
     assert bad == [], bad
     counts = defaultdict(set)
     for r in found:
@@ -204,10 +234,13 @@ def busy_executor(ui: str, group_suffix: str) -> str | None:
     not_last = {s for j in jobs for s in j["stageIds"] if s != max(j["stageIds"])}
     stages = {s for j in jobs for s in j["stageIds"]}
     with urllib.request.urlopen(f"{app}/stages?status=active", timeout=2) as resp:
-        active = sorted((s for s in json.loads(resp.read()) if s["stageId"] in stages),
-                        key=lambda s: s["stageId"] not in not_last)
+        active = sorted(
+            (s for s in json.loads(resp.read()) if s["stageId"] in stages), key=lambda s: s["stageId"] not in not_last
+        )
     for stage in active:
-        with urllib.request.urlopen(f"{app}/stages/{stage['stageId']}/{stage['attemptId']}/taskList?status=running", timeout=2) as resp:
+        with urllib.request.urlopen(
+            f"{app}/stages/{stage['stageId']}/{stage['attemptId']}/taskList?status=running", timeout=2
+        ) as resp:
             for task in json.loads(resp.read()):
                 if task.get("status") == "RUNNING":
                     return str(task["executorId"])
@@ -265,10 +298,12 @@ def _kill_an_executor_mid_run(c, seen: set, result: Path, impl: str) -> dict:
     assert victim is not None, f"the run ended before an executor could be killed:\n{log[-2000:]}"
     record = json.loads(result.read_text())
     metrics = record["metrics"]
-    print(f"{impl}: executor {victim} killed: status {record['status']}, count {record['count']}, oracle "
-          f"{(record.get('oracle') or {}).get('name')} agrees {(record.get('oracle') or {}).get('agrees')}; lost "
-          f"{metrics.get('executors_lost')}, {metrics.get('failed_tasks')} failed tasks, {metrics.get('stage_retries')} "
-          f"stage retries; error {record.get('error')}")
+    print(
+        f"{impl}: executor {victim} killed: status {record['status']}, count {record['count']}, oracle "
+        f"{(record.get('oracle') or {}).get('name')} agrees {(record.get('oracle') or {}).get('agrees')}; lost "
+        f"{metrics.get('executors_lost')}, {metrics.get('failed_tasks')} failed tasks, {metrics.get('stage_retries')} "
+        f"stage retries; error {record.get('error')}"
+    )
     assert record["status"] == "OK", f"the run did not survive the lost executor: {record['status']} {record.get('error')}"
     assert proc.returncode == 0
     assert record["verified"] is True and record["oracle"]["agrees"] is True

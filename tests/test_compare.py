@@ -1,5 +1,6 @@
 """`python -m harness compare`, in process: every system on one tiny graph, Kùzu against DuckDB on a
 non-triangle pattern and in directed semantics, and bad input."""
+
 import json
 
 import duckdb
@@ -32,8 +33,9 @@ def test_triangle_every_system_agrees_with_networkx(spark, tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     labels = [r["label"] for r in record["rows"]]
-    project = [label for name in implementations.REGISTRY
-               for label in ((f"{name} W=1", f"{name} W=2") if name == "bigjoin" else (name,))]
+    project = [
+        label for name in implementations.REGISTRY for label in ((f"{name} W=1", f"{name} W=2") if name == "bigjoin" else (name,))
+    ]
     assert labels == ["native", *project, "duckdb", "kuzu", "networkx", "graphblas", "graphx", "published"]
     assert project[:7] == ["local-gj", "bigjoin W=1", "bigjoin W=2", "bigjoin-s", "delta-bigjoin", "shares", "binary"]
     rows = {r["label"]: r for r in record["rows"]}
@@ -76,24 +78,35 @@ def test_kuzu_is_the_plain_join_in_directed_semantics(spark, tmp_path):
     edges = [(1, 2), (3, 2), (2, 2), (2, 1), (4, 4), (4, 2), (5, 4), (1, 2)]
     graph = tmp_path / "g.txt"
     graph.write_text("".join(f"{s} {d}\n" for s, d in edges))
-    code, record = compare(tmp_path, "--query", "a-b,c-b,b-b", "--dataset", str(graph), "--semantics", "directed",
-                           "--systems", "duckdb,kuzu,networkx")
+    code, record = compare(
+        tmp_path,
+        "--query",
+        "a-b,c-b,b-b",
+        "--dataset",
+        str(graph),
+        "--semantics",
+        "directed",
+        "--systems",
+        "duckdb,kuzu,networkx",
+    )
     distinct = set(edges)
     indegree = {v: sum(1 for s, d in distinct if d == v) for v in {d for _, d in distinct}}
     expected = sum(indegree[v] ** 2 for v in indegree if (v, v) in distinct)
-    assert code == 0 and set(counts(record).values()) == {expected} == {4 ** 2 + 2 ** 2}
+    assert code == 0 and set(counts(record).values()) == {expected} == {4**2 + 2**2}
 
 
 def test_agreement_among_the_project_alone_is_UNVERIFIED_and_exits_3(spark, tmp_path, capsys):
     """local-gj, BiGJoin and the native counter share no code, but all three are this project's: their
     agreement is not verification. A published count is an outside system."""
-    code, record = compare(tmp_path, "--query", "triangle", "--dataset", TINY, "--systems", "native,local-gj,bigjoin",
-                           "--workers", "2")
+    code, record = compare(
+        tmp_path, "--query", "triangle", "--dataset", TINY, "--systems", "native,local-gj,bigjoin", "--workers", "2"
+    )
     out = capsys.readouterr().out
     assert code == 3 and record["verdict"] == "UNVERIFIED" and record["agreement"]["identical"]
     assert "UNVERIFIED: no system outside the project completed" in out
-    code, record = compare(tmp_path, "--query", "triangle", "--dataset", TINY, "--systems", "native,local-gj",
-                           "--allow-unverified")
+    code, record = compare(
+        tmp_path, "--query", "triangle", "--dataset", TINY, "--systems", "native,local-gj", "--allow-unverified"
+    )
     assert code == 0 and record["verdict"] == "UNVERIFIED" and record["allow_unverified"]
     code, record = compare(tmp_path, "--query", "triangle", "--dataset", "ca-GrQc", "--systems", "local-gj,published")
     assert code == 0 and record["verdict"] == "VERIFIED" and counts(record) == {"local-gj": 48_260, "published": 48_260}
@@ -129,9 +142,16 @@ def test_report_shows_the_newest_comparison_of_each_query_and_dataset(tmp_path):
     def write(name: str, count: int):
         directory = tmp_path / "runs" / name
         directory.mkdir(parents=True)
-        record = {"query": {"name": "triangle"}, "dataset": {"name": "toy"}, "semantics": "undirected", "git": {"commit": "abc1234def"}}
+        record = {
+            "query": {"name": "triangle"},
+            "dataset": {"name": "toy"},
+            "semantics": "undirected",
+            "git": {"commit": "abc1234def"},
+        }
         (directory / "compare.json").write_text(json.dumps(record))
-        (directory / "compare.md").write_text(f"# compare: triangle on toy\n\n| system | count |\n|---|---:|\n| duckdb | {count} |\n")
+        (directory / "compare.md").write_text(
+            f"# compare: triangle on toy\n\n| system | count |\n|---|---:|\n| duckdb | {count} |\n"
+        )
 
     write("20260101T000000Z-a-compare-triangle-toy", 1)
     write("20260102T000000Z-b-compare-triangle-toy", 2)

@@ -7,6 +7,7 @@ Dynamic implementations (delta-bigjoin) count here from the empty graph by inser
 insertions and deletions. `make test` draws a few random examples per implementation on graphs of
 up to 12 vertices; `make test-thorough` (HARNESS_HYPOTHESIS=thorough) draws at least 50 for each,
 on graphs of up to 60 vertices, and runs every fixed graph."""
+
 import os
 import random
 
@@ -45,9 +46,11 @@ FIXED_GRAPHS = {
     "single-edge": [(7, 9)],
     "empty": [],
 }
-QUERIES = {**{name: q for name, q in BUILTINS.items()},
-           "path": parse_pattern_string("a-b,b-c", "path"),
-           "reciprocal": parse_pattern_string("a-b,b-a,b-c", "reciprocal")}
+QUERIES = {
+    **{name: q for name, q in BUILTINS.items()},
+    "path": parse_pattern_string("a-b,b-c", "path"),
+    "reciprocal": parse_pattern_string("a-b,b-a,b-c", "reciprocal"),
+}
 
 
 _GRAPHS: dict = {}
@@ -74,9 +77,12 @@ def check(spark, impl_name: str, edges, query, semantics: str, name: str = "grap
     if key not in _ORACLES:
         _ORACLES[key] = (nx_search.oracle(graph.parquet_glob(), pattern, LIMIT), sql.oracle(graph.parquet_glob(), pattern, LIMIT))
     nx_answer, db_answer = _ORACLES[key]
-    assert nx_answer["count"] == db_answer["count"], \
+    assert nx_answer["count"] == db_answer["count"], (
         f"oracles disagree on {query.describe()} ({semantics}): networkx {nx_answer['count']}, duckdb {db_answer['count']}"
-    assert got == nx_answer["count"], f"{impl_name} counted {got}, oracles {nx_answer['count']} for {query.describe()} ({semantics}) on {name}"
+    )
+    assert got == nx_answer["count"], (
+        f"{impl_name} counted {got}, oracles {nx_answer['count']} for {query.describe()} ({semantics}) on {name}"
+    )
     if got <= LIMIT:
         found = impl.matches(LIMIT + 1)
         assert not compare_matches(pattern, found, nx_answer["matches"])
@@ -89,12 +95,23 @@ def check(spark, impl_name: str, edges, query, semantics: str, name: str = "grap
 # K5 and the hub, undirected; local-gj and binary run every fixed graph. `thorough` runs every
 # implementation on every graph in both semantics.
 _EVERY_FIXED = {(g, s) for g in FIXED_GRAPHS for s in ("undirected", "directed")}
-SLOW_FIXED_SKIPPED = {} if THOROUGH else {
-    "bigjoin": _EVERY_FIXED - {("k5-plus", "undirected"), ("hub", "undirected")},
-    "bigjoin-s": _EVERY_FIXED, "shares": _EVERY_FIXED, "delta-bigjoin": _EVERY_FIXED}
-FIXED_CASES = [(impl, semantics, graph) for impl in IMPLEMENTATIONS for graph in FIXED_GRAPHS
-               for semantics in ("undirected", "directed")
-               if (impl not in DYNAMIC or graph in DYNAMIC_GRAPHS) and (graph, semantics) not in SLOW_FIXED_SKIPPED.get(impl, ())]
+SLOW_FIXED_SKIPPED = (
+    {}
+    if THOROUGH
+    else {
+        "bigjoin": _EVERY_FIXED - {("k5-plus", "undirected"), ("hub", "undirected")},
+        "bigjoin-s": _EVERY_FIXED,
+        "shares": _EVERY_FIXED,
+        "delta-bigjoin": _EVERY_FIXED,
+    }
+)
+FIXED_CASES = [
+    (impl, semantics, graph)
+    for impl in IMPLEMENTATIONS
+    for graph in FIXED_GRAPHS
+    for semantics in ("undirected", "directed")
+    if (impl not in DYNAMIC or graph in DYNAMIC_GRAPHS) and (graph, semantics) not in SLOW_FIXED_SKIPPED.get(impl, ())
+]
 
 
 @pytest.mark.parametrize("impl_name,semantics,graph_name", FIXED_CASES)
@@ -122,7 +139,7 @@ def _random_case(spark, impl_name, data):
 @pytest.mark.parametrize("impl_name", IMPLEMENTATIONS)
 def test_random_graphs_and_patterns(spark, impl_name):
     examples = THOROUGH_EXAMPLES.get(impl_name, 50) if THOROUGH else EXAMPLES.get(impl_name, 10)
-    run = settings(max_examples=examples, deadline=None,
-                   suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])(
-        given(data=st.data())(lambda data: _random_case(spark, impl_name, data)))
+    run = settings(
+        max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    )(given(data=st.data())(lambda data: _random_case(spark, impl_name, data)))
     run()

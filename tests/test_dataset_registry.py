@@ -1,4 +1,5 @@
 """The datasets issue: generators and their skew, input formats, fetching, verification, streams."""
+
 import gzip
 import hashlib
 import http.server
@@ -48,8 +49,12 @@ def test_degree_stats_from_histogram():
 
 def test_skew_statistics_separate_the_families(spark):
     stats = {}
-    for name, spec in [("er", "er:n=4096,m=32768,seed=1"), ("hubs", "hubs:n=4096,m=32768,hubs=4,fraction=0.5,seed=1"),
-                       ("chunglu", "chunglu:n=4096,m=32768,gamma=2.2,offset=1,seed=1"), ("rmat", "rmat:scale=12,ef=8,a=0.7,b=0.1,c=0.1,seed=1")]:
+    for name, spec in [
+        ("er", "er:n=4096,m=32768,seed=1"),
+        ("hubs", "hubs:n=4096,m=32768,hubs=4,fraction=0.5,seed=1"),
+        ("chunglu", "chunglu:n=4096,m=32768,gamma=2.2,offset=1,seed=1"),
+        ("rmat", "rmat:scale=12,ef=8,a=0.7,b=0.1,c=0.1,seed=1"),
+    ]:
         stats[name] = datasets.load(spark, datasets.resolve(spec), "undirected").degrees
     assert stats["hubs"]["max_degree"] >= 2000  # each hub reaches half of the vertices
     assert stats["er"]["max_degree"] < 40 and stats["er"]["gini"] < 0.25
@@ -59,11 +64,14 @@ def test_skew_statistics_separate_the_families(spark):
         assert stats[skewed]["gini"] > 0.4 and stats[skewed]["p99_over_median"] > 5 * stats["er"]["p99_over_median"]
 
 
-@pytest.mark.parametrize("name,body,expected", [
-    ("g.csv", "src,dst\n1,2\n2,3\n", [(1, 2), (2, 3)]),
-    ("g.tsv", "1\t2\n# comment\n3\t2\n", [(1, 2), (3, 2)]),
-    ("twitter_rv.net", "1\t2\n1\t3\n", [(2, 1), (3, 1)]),  # `user follower`: follower -> user
-])
+@pytest.mark.parametrize(
+    "name,body,expected",
+    [
+        ("g.csv", "src,dst\n1,2\n2,3\n", [(1, 2), (2, 3)]),
+        ("g.tsv", "1\t2\n# comment\n3\t2\n", [(1, 2), (3, 2)]),
+        ("twitter_rv.net", "1\t2\n1\t3\n", [(2, 1), (3, 1)]),  # `user follower`: follower -> user
+    ],
+)
 def test_text_formats(spark, tmp_path, name, body, expected):
     path = tmp_path / name
     path.write_text(body)
@@ -126,7 +134,7 @@ class _Server:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 if state["cut"] is not None:
-                    self.wfile.write(body[:state["cut"]])
+                    self.wfile.write(body[: state["cut"]])
                     state["cut"] = None
                     self.wfile.flush()
                     self.connection.close()
@@ -153,15 +161,18 @@ PAYLOAD = gzip.compress(b"".join(f"{i} {i + 1}\n".encode() for i in range(20000)
 
 
 def _source(url: str, **kw) -> Source:
-    return Source("toy", "file", str(datasets.data_root() / "toy" / "graph.txt.gz"), "snap", urls=(url,),
-                  download_name="graph.txt.gz", **kw)
+    return Source(
+        "toy", "file", str(datasets.data_root() / "toy" / "graph.txt.gz"), "snap", urls=(url,), download_name="graph.txt.gz", **kw
+    )
 
 
 def test_fetch_offline_fails_fast_and_leaves_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path / "data"))
     with _Server(b"") as server:
         url = server.url
-    with pytest.raises(DataError, match=r"cannot download 'toy': http://127\.0\.0\.1:\d+/graph.txt.gz .*--from /path/to/graph.txt.gz"):
+    with pytest.raises(
+        DataError, match=r"cannot download 'toy': http://127\.0\.0\.1:\d+/graph.txt.gz .*--from /path/to/graph.txt.gz"
+    ):
         fetch.fetch(_source(url), timeout_s=2)
     assert not (tmp_path / "data").exists()
 
@@ -195,8 +206,15 @@ def test_fetch_from_a_local_copy_and_a_tar_member(spark, tmp_path, monkeypatch):
         info = tarfile.TarInfo("release/edges.net")
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
-    source = Source("tw", "file", str(datasets.data_root() / "tw" / "edges.net"), "twitter_rv", urls=("http://127.0.0.1:9/x",),
-                    download_name="graph.tar.gz", member="edges.net")
+    source = Source(
+        "tw",
+        "file",
+        str(datasets.data_root() / "tw" / "edges.net"),
+        "twitter_rv",
+        urls=("http://127.0.0.1:9/x",),
+        download_name="graph.tar.gz",
+        member="edges.net",
+    )
     path = fetch.fetch(source, from_path=tarball)
     assert path.read_bytes() == data
     graph = datasets.load(spark, source, "directed")

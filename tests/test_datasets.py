@@ -1,4 +1,5 @@
 """Edge-file parsing, canonicalisation counts, the Parquet cache and the R-MAT generator."""
+
 import gzip
 
 import pytest
@@ -10,9 +11,9 @@ from harness.errors import DataError
 MESSY = (
     "# a comment\r\n"
     "1 2\r\n"
-    "2\t1\r\n"        # reverse of 1-2
-    "1   2\r\n"       # exact duplicate
-    "3 3\r\n"         # self-loop
+    "2\t1\r\n"  # reverse of 1-2
+    "1   2\r\n"  # exact duplicate
+    "3 3\r\n"  # self-loop
     "2 3\n"
     "  4 5  \n"
     "\n"
@@ -56,15 +57,18 @@ def test_lg_format_gzip_without_gz_suffix(spark, tmp_path):
     assert _edges(graph) == [(1, 2), (1, 3), (2, 3), (3, 4)]
 
 
-@pytest.mark.parametrize("body,line,message", [
-    ("1 2\n2 3 4\n", 2, "expected 2 fields, got 3"),
-    ("# c\n1 2\n1 x\n", 3, "non-integer vertex id 'x'"),
-    ("1 2\n3 4-\n", 2, "non-integer vertex id '4-'"),
-    ("1 2\n5\n", 2, "expected 2 fields, got 1"),
-    ("1 2\n1 1234567890123456789012\n", 2, r"vertex id 1234567890123456789012 out of range \[-2\^63, 2\^63-1\]"),
-    ("1 2\n1 9223372036854775808\n", 2, r"vertex id 9223372036854775808 out of range"),
-    ("1 2\n-9223372036854775809 1\n", 2, r"vertex id -9223372036854775809 out of range"),
-])
+@pytest.mark.parametrize(
+    "body,line,message",
+    [
+        ("1 2\n2 3 4\n", 2, "expected 2 fields, got 3"),
+        ("# c\n1 2\n1 x\n", 3, "non-integer vertex id 'x'"),
+        ("1 2\n3 4-\n", 2, "non-integer vertex id '4-'"),
+        ("1 2\n5\n", 2, "expected 2 fields, got 1"),
+        ("1 2\n1 1234567890123456789012\n", 2, r"vertex id 1234567890123456789012 out of range \[-2\^63, 2\^63-1\]"),
+        ("1 2\n1 9223372036854775808\n", 2, r"vertex id 9223372036854775808 out of range"),
+        ("1 2\n-9223372036854775809 1\n", 2, r"vertex id -9223372036854775809 out of range"),
+    ],
+)
 def test_bad_lines_name_file_and_line(spark, tmp_path, body, line, message):
     path = tmp_path / "bad.txt"
     path.write_text(body)
@@ -113,22 +117,24 @@ def test_unknown_dataset_and_missing_file():
         datasets.resolve("rmat:scal=3")
 
 
-@pytest.mark.parametrize("spec", [
-    "rmat:scale=7,ef=4,seed=3",
-    "rmat:scale=8,ef=2,a=0.7,b=0.1,c=0.1,seed=11",
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "rmat:scale=7,ef=4,seed=3",
+        "rmat:scale=8,ef=2,a=0.7,b=0.1,c=0.1,seed=11",
+    ],
+)
 def test_rmat_is_partition_invariant(spark, spec):
     kind, params = generators.parse_spec(spec)
     runs = [sorted(tuple(r) for r in generators.generate(spark, kind, params, p).collect()) for p in (1, 3, 8)]
     assert runs[0] == runs[1] == runs[2]
-    assert len(runs[0]) == params.ef * 2 ** params.scale
-    assert all(0 <= v < 2 ** params.scale for edge in runs[0] for v in edge)
+    assert len(runs[0]) == params.ef * 2**params.scale
+    assert all(0 <= v < 2**params.scale for edge in runs[0] for v in edge)
 
 
 def test_rmat_is_skewed_and_seeded(spark):
     kind, params = generators.parse_spec("rmat:scale=10,ef=8,seed=1")
-    degrees = (generators.generate(spark, kind, params, 2)
-               .select(F.explode(F.array("src", "dst")).alias("v")).groupBy("v").count())
+    degrees = generators.generate(spark, kind, params, 2).select(F.explode(F.array("src", "dst")).alias("v")).groupBy("v").count()
     stats = degrees.agg(F.max("count").alias("max"), F.avg("count").alias("avg")).first()
     assert stats["max"] > 10 * stats["avg"]  # heavy tail: a=0.57 concentrates edges on few ids
     _, other = generators.parse_spec("rmat:scale=10,ef=8,seed=2")

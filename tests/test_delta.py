@@ -3,6 +3,7 @@ Python model of the graph (a set of directed edges updated one change at a time)
 written out by hand, then hypothesis-generated sequences of inserts, deletes, re-inserts and deletes
 of absent edges, in both semantics and at several worker counts. `make test` draws a few short
 sequences; `make test-thorough` draws 20 of at least 10 batches each."""
+
 import json
 import os
 
@@ -42,8 +43,11 @@ def maintain(spark, initial, batches, spec, workers: int = 2, changes: int = 0):
     """Run the stream; check the count after every batch. Returns the per-batch outcomes."""
     initial = sorted(set(initial))
     rows = [(s, d, diff, b, seq) for b, ops in enumerate(batches) for seq, (s, d, diff) in enumerate(ops)]
-    stream = UpdateStream.of("test", spark.createDataFrame(initial, "src bigint, dst bigint"),
-                             spark.createDataFrame(rows, "src bigint, dst bigint, diff int, batch int, seq long"))
+    stream = UpdateStream.of(
+        "test",
+        spark.createDataFrame(initial, "src bigint, dst bigint"),
+        spark.createDataFrame(rows, "src bigint, dst bigint, diff int, batch int, seq long"),
+    )
     impl = DeltaBiGJoin(RunContext(spark, None, spec, workers, {"changes": changes}, stream=stream))
     impl.prepare()
     count = impl.count().count
@@ -59,7 +63,10 @@ def maintain(spark, initial, batches, spec, workers: int = 2, changes: int = 0):
         want = oracle(model, spec)
         assert count == want, f"batch {b} {ops}: running count {count} (delta {out.delta}), oracle {want}"
         if changes:
-            added, removed = oracle(model, spec, True) - oracle(before, spec, True), oracle(before, spec, True) - oracle(model, spec, True)
+            added, removed = (
+                oracle(model, spec, True) - oracle(before, spec, True),
+                oracle(before, spec, True) - oracle(model, spec, True),
+            )
             got = {(spec.instance_key(m), d) for m, d in out.changes}
             assert got == {(k, 1) for k in added} | {(k, -1) for k in removed}, f"batch {b}: changed matches"
         outcomes.append(out)
@@ -179,17 +186,26 @@ def update_batches(draw, vertices: int, initial: list, min_batches: int, max_bat
     return batches, kinds
 
 
-SEQUENCES = dict(examples=20, batches=(10, 12), ops=10, vertices=12) if THOROUGH else dict(examples=3, batches=(1, 3), ops=12, vertices=9)
+SEQUENCES = (
+    dict(examples=20, batches=(10, 12), ops=10, vertices=12) if THOROUGH else dict(examples=3, batches=(1, 3), ops=12, vertices=9)
+)
 
 
-@settings(max_examples=SEQUENCES["examples"], deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=SEQUENCES["examples"],
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(data=st.data())
 def test_random_update_sequences(spark, data):
     semantics = data.draw(st.sampled_from(["undirected", "directed"]), label="semantics")
     vertices = data.draw(st.integers(3 if THOROUGH else 2, SEQUENCES["vertices"]), label="vertices")
-    initial = data.draw(st.lists(st.tuples(st.integers(0, vertices - 1), st.integers(0, vertices - 1)), max_size=20), label="initial")
-    batches, kinds = data.draw(update_batches(vertices, sorted(set(initial)), *SEQUENCES["batches"], SEQUENCES["ops"]), label="batches")
+    initial = data.draw(
+        st.lists(st.tuples(st.integers(0, vertices - 1), st.integers(0, vertices - 1)), max_size=20), label="initial"
+    )
+    batches, kinds = data.draw(
+        update_batches(vertices, sorted(set(initial)), *SEQUENCES["batches"], SEQUENCES["ops"]), label="batches"
+    )
     name = data.draw(vertex_ids(vertices), label="ids")  # vertex ids spread over the whole int64 range
     initial = [(name[s], name[d]) for s, d in initial]
     batches = [[(name[s], name[d], diff) for s, d, diff in ops] for ops in batches]
@@ -204,10 +220,25 @@ def test_run_with_an_update_file_records_every_batch(spark, tmp_path):
     graph = tmp_path / "g.txt"
     graph.write_text("".join(f"{s} {d}\n" for s, d in K4_PLUS))
     stream = tmp_path / "u.txt"
-    stream.write_text("# src dst diff batch\n" + "".join(f"{s} {d} {diff:+d} {b}\n" for b, ops in enumerate(AWKWARD) for s, d, diff in ops))
+    stream.write_text(
+        "# src dst diff batch\n" + "".join(f"{s} {d} {diff:+d} {b}\n" for b, ops in enumerate(AWKWARD) for s, d, diff in ops)
+    )
     out = tmp_path / "r.json"
-    code = cli.main(["run", "--query", "triangle", "--dataset", str(graph), "--impl", "delta-bigjoin",
-                     "--updates", str(stream), "--json", str(out)])
+    code = cli.main(
+        [
+            "run",
+            "--query",
+            "triangle",
+            "--dataset",
+            str(graph),
+            "--impl",
+            "delta-bigjoin",
+            "--updates",
+            str(stream),
+            "--json",
+            str(out),
+        ]
+    )
     record = json.loads(out.read_text())
     assert code == 0 and record["status"] == "OK" and record["verified"], record.get("error")
     assert [b["batch"] for b in record["batches"]] == [0, 1, 2, 3]
@@ -219,8 +250,21 @@ def test_run_with_an_update_file_records_every_batch(spark, tmp_path):
     # A bad line: exit 2 and a DAT record whose one-line error names file and line, no batches.
     stream.write_text("1 2 +1 0\n1 2 +2 0\n")
     bad = tmp_path / "bad.json"
-    code = cli.main(["run", "--query", "triangle", "--dataset", str(graph), "--impl", "delta-bigjoin",
-                     "--updates", str(stream), "--json", str(bad)])
+    code = cli.main(
+        [
+            "run",
+            "--query",
+            "triangle",
+            "--dataset",
+            str(graph),
+            "--impl",
+            "delta-bigjoin",
+            "--updates",
+            str(stream),
+            "--json",
+            str(bad),
+        ]
+    )
     record = json.loads(bad.read_text())
     assert code == 2 and record["status"] == "DAT" and "batches" not in record
     assert record["error"].endswith("u.txt:2: bad field '+2' (expected [+-]?1): '1 2 +2 0'")
@@ -234,15 +278,48 @@ def test_recompute_is_a_registered_implementation_and_its_count_is_agreement(spa
     stream = tmp_path / "u.txt"
     stream.write_text("".join(f"{s} {d} {diff:+d} {b}\n" for b, ops in enumerate(AWKWARD[:2]) for s, d, diff in ops))
     out = tmp_path / "r.json"
-    code = cli.main(["run", "--query", "triangle", "--dataset", str(graph), "--impl", "delta-bigjoin",
-                     "--updates", str(stream), "--recompute", "local-gj", "--json", str(out)])
+    code = cli.main(
+        [
+            "run",
+            "--query",
+            "triangle",
+            "--dataset",
+            str(graph),
+            "--impl",
+            "delta-bigjoin",
+            "--updates",
+            str(stream),
+            "--recompute",
+            "local-gj",
+            "--json",
+            str(out),
+        ]
+    )
     record = json.loads(out.read_text())
     assert code == 0 and record["status"] == "OK" and record["verified"], record.get("error")
     assert all(b["recompute_agrees"] and b["recompute_count"] == b["oracle_count"] for b in record["batches"])
-    assert record["agreement"] == {"with": "a fresh local-gj run on every state (timing comparison, not verification)",
-                                   "states": 2, "agreeing": 2}
-    code = cli.main(["run", "--query", "triangle", "--dataset", str(graph), "--impl", "delta-bigjoin",
-                     "--updates", str(stream), "--recompute", "nope", "--json", str(out)])
+    assert record["agreement"] == {
+        "with": "a fresh local-gj run on every state (timing comparison, not verification)",
+        "states": 2,
+        "agreeing": 2,
+    }
+    code = cli.main(
+        [
+            "run",
+            "--query",
+            "triangle",
+            "--dataset",
+            str(graph),
+            "--impl",
+            "delta-bigjoin",
+            "--updates",
+            str(stream),
+            "--recompute",
+            "nope",
+            "--json",
+            str(out),
+        ]
+    )
     record = json.loads(out.read_text())
     assert code == 2 and record["status"] == "DAT" and "batches" not in record
     assert record["error"].startswith("params.recompute: unknown implementation 'nope' (registered: ")
@@ -251,8 +328,21 @@ def test_recompute_is_a_registered_implementation_and_its_count_is_agreement(spa
 def test_updates_need_a_dynamic_implementation(spark, tmp_path):
     graph = tmp_path / "g.txt"
     graph.write_text("1 2\n")
-    code = cli.main(["run", "--query", "triangle", "--dataset", str(graph), "--impl", "bigjoin",
-                     "--updates", "holdback=0.5,batch=1,batches=1", "--json", str(tmp_path / "r.json")])
+    code = cli.main(
+        [
+            "run",
+            "--query",
+            "triangle",
+            "--dataset",
+            str(graph),
+            "--impl",
+            "bigjoin",
+            "--updates",
+            "holdback=0.5,batch=1,batches=1",
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     record = json.loads((tmp_path / "r.json").read_text())
     assert code == 2 and record["status"] == "DAT" and "does not maintain counts under updates" in record["error"]
 
@@ -273,8 +363,19 @@ def test_a_pipelined_feed_reads_one_file_per_stage(tmp_path):
     from implementations.delta_bigjoin import DeltaJob
     from implementations.prefix_extension import Prefixes, pack_items
 
-    job = DeltaJob(index_root="", workers=1, tokens=np.zeros(1, np.int64), plan=None, level=2, budget=10, queues=[[]],
-                   consumed=[0], run_dir=str(tmp_path), job_id=3, feed=0)
+    job = DeltaJob(
+        index_root="",
+        workers=1,
+        tokens=np.zeros(1, np.int64),
+        plan=None,
+        level=2,
+        budget=10,
+        queues=[[]],
+        consumed=[0],
+        run_dir=str(tmp_path),
+        job_id=3,
+        feed=0,
+    )
     first = Prefixes.fresh(np.array([[1, 2], [1, 3]], np.int32), 1)
     second = Prefixes.fresh(np.array([[4, 5]], np.int32), 1)
     for stage, attempt, items in ((1, 7, first), (1, 9, first), (2, 8, second)):  # stage 1 ran twice

@@ -1,5 +1,6 @@
 """The regression gate: the comparison rules on hand-made summaries, baseline files, and the CLI end to
 end on real runs with regressions injected into the driver (a doubled proposal count, a slower join)."""
+
 from __future__ import annotations
 
 import copy
@@ -17,10 +18,22 @@ KEY = "bigjoin triangle g undirected W=2"
 
 def _baseline(times=(1.0, 1.1, 1.05), **logical) -> dict:
     counters = {"proposals": 1000, "tuples_exchanged": 5000, "rounds": 6, "prefixes_per_level.P1": 40, **logical}
-    run = {"status": ["OK"] * 3, "count": [77] * 3, "logical": [dict(counters) for _ in range(3)],
-           "times": {"index_s": [0.5, 0.5, 0.5], "query_s": list(times)}}
-    return {"schema": gate.SCHEMA, "workload": "w", "tier": None, "machine": MACHINE, "trials": 3,
-            "time_threshold": 0.25, "git": {"commit": "abc1234"}, "runs": {KEY: run}}
+    run = {
+        "status": ["OK"] * 3,
+        "count": [77] * 3,
+        "logical": [dict(counters) for _ in range(3)],
+        "times": {"index_s": [0.5, 0.5, 0.5], "query_s": list(times)},
+    }
+    return {
+        "schema": gate.SCHEMA,
+        "workload": "w",
+        "tier": None,
+        "machine": MACHINE,
+        "trials": 3,
+        "time_threshold": 0.25,
+        "git": {"commit": "abc1234"},
+        "runs": {KEY: run},
+    }
 
 
 def _current(baseline: dict) -> dict:
@@ -208,9 +221,20 @@ def test_baseline_refuses_a_dirty_tree(tmp_path, monkeypatch, capsys):
 def test_paired_times_replace_the_stored_ones_and_count_as_this_machine():
     b = _baseline(times=(9.0, 9.0, 9.0))  # stored on another, slower machine
     b["machine"] = dict(MACHINE, cpus=64)
-    old = [{"implementation": "bigjoin", "query": {"name": "triangle"}, "dataset": {"name": "g"}, "semantics": "undirected",
-            "params": {"workers": 2}, "status": "OK", "count": 77, "logical": {}, "metrics": {"index_s": 0.5, "query_s": q}}
-           for q in (1.0, 1.1, 1.05)]
+    old = [
+        {
+            "implementation": "bigjoin",
+            "query": {"name": "triangle"},
+            "dataset": {"name": "g"},
+            "semantics": "undirected",
+            "params": {"workers": 2},
+            "status": "OK",
+            "count": 77,
+            "logical": {},
+            "metrics": {"index_s": 0.5, "query_s": q},
+        }
+        for q in (1.0, 1.1, 1.05)
+    ]
     paired = gate.with_paired_times(b, old, MACHINE)
     assert paired["runs"][KEY]["times"]["query_s"] == [1.0, 1.1, 1.05] and b["runs"][KEY]["times"]["query_s"] == [9.0] * 3
     slow = _current(b)

@@ -2,6 +2,7 @@
 intersection strategy on random sorted lists (empty, equal, disjoint, 1,000:1 size ratios, values over
 all of int64), sub-ranges, counting without storing, and writing over one of its own inputs; and the
 counting-sort CSR build and degree ranking against numpy's comparison sorts."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -71,10 +72,19 @@ def test_sub_ranges(name, data):
 def test_edge_cases(name, case):
     rng = np.random.default_rng(7)
     big = sorted_list(rng.integers(-(2**39), 2**39, 100_000))
-    small = sorted_list(rng.choice(big, 100, replace=False) if case.endswith("all-hits")
-                        else np.concatenate([rng.choice(big, 50, replace=False), rng.integers(-(2**39), 2**39, 50)]))
-    a, b = {"empty-empty": (big[:0], big[:0]), "empty-full": (big[:0], big), "equal": (big, big.copy()),
-            "disjoint": (big[::2], big[1::2]), "ratio-1000": (small, big), "ratio-1000-all-hits": (small, big)}[case]
+    small = sorted_list(
+        rng.choice(big, 100, replace=False)
+        if case.endswith("all-hits")
+        else np.concatenate([rng.choice(big, 50, replace=False), rng.integers(-(2**39), 2**39, 50)])
+    )
+    a, b = {
+        "empty-empty": (big[:0], big[:0]),
+        "empty-full": (big[:0], big),
+        "equal": (big, big.copy()),
+        "disjoint": (big[::2], big[1::2]),
+        "ratio-1000": (small, big),
+        "ratio-1000-all-hits": (small, big),
+    }[case]
     expected = np.intersect1d(a, b)
     for x, y in ((a, b), (b, a)):
         k, found = run(STRATEGIES[name], x, y)
@@ -95,7 +105,7 @@ def test_writing_over_the_first_input(name, sizes, offset, at):
     work = np.zeros(2, dtype=np.int64)
     padded = np.concatenate([np.full(offset, -1), a])
     k = STRATEGIES[name](padded, offset, len(padded), b, 0, len(b), padded, out_lo, True, work)
-    assert np.array_equal(padded[out_lo:out_lo + k], expected)
+    assert np.array_equal(padded[out_lo : out_lo + k], expected)
 
 
 @pytest.mark.parametrize("name", ["merge", "adaptive"])

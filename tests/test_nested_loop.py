@@ -1,5 +1,6 @@
 """The toy implementation beyond what the conformance suite (which picks it up from REGISTRY) checks:
 it refuses graphs above its edge limit with a one-line DataError, and compare skips it there."""
+
 from types import SimpleNamespace
 
 from harness import compare
@@ -11,8 +12,9 @@ def test_a_graph_above_the_limit_is_DAT_with_one_line(runner):
     record = runner.run(RunRequest("triangle", "rmat:scale=8,ef=8,seed=1", "nested-loop", oracle="none"))
     edges = record["dataset"]["edges"]
     assert edges > MAX_EDGES and record["status"] == "DAT" and record["count"] is None
-    assert record["error"] == (f"nested-loop counts graphs of up to {MAX_EDGES:,} edges (a pure-Python loop); "
-                               f"{record['dataset']['name']} has {edges:,}")
+    assert record["error"] == (
+        f"nested-loop counts graphs of up to {MAX_EDGES:,} edges (a pure-Python loop); {record['dataset']['name']} has {edges:,}"
+    )
 
 
 def test_a_small_graph_is_counted_and_verified(runner):

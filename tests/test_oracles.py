@@ -1,6 +1,7 @@
 """The independent oracles: independent by construction (their imports never reach implementations/,
 and they see a pattern's edges and semantics only), each one's count equal to networkx's on random
 small graphs with ids over the whole int64 range, and hand-checked counts."""
+
 import ast
 import itertools
 from pathlib import Path
@@ -107,7 +108,9 @@ def test_automorphisms_equal_networkx(query):
 
 
 def test_shapes_are_read_from_the_edges_whatever_the_names_and_order():
-    renamed_house = Pattern((("r", "x"), ("x", "p"), ("q", "p"), ("p", "r"), ("q", "r"), ("x", "q"), ("q", "y"), ("y", "x")), "undirected")
+    renamed_house = Pattern(
+        (("r", "x"), ("x", "p"), ("q", "p"), ("p", "r"), ("q", "r"), ("x", "q"), ("q", "y"), ("y", "x")), "undirected"
+    )
     assert renamed_house.is_house and renamed_house.clique_size is None
     assert Pattern((("c", "a"), ("b", "c"), ("a", "b")), "undirected").clique_size == 3
     assert Pattern((("a", "b"), ("b", "c"), ("c", "d"), ("d", "a")), "undirected").is_four_cycle
@@ -155,8 +158,9 @@ def shaped_patterns(draw, semantics: str):
         base = (("a", "b"), ("a", "c"), ("b", "c"))
         flip = draw(st.lists(st.booleans(), min_size=3, max_size=3))  # any orientation of each edge
     else:
-        base = draw(st.sampled_from([BUILTINS[n].edges for n in ("triangle", "clique4", "diamond", "house", "clique5")]
-                                    + [(("a", "b"),)]))
+        base = draw(
+            st.sampled_from([BUILTINS[n].edges for n in ("triangle", "clique4", "diamond", "house", "clique5")] + [(("a", "b"),)])
+        )
         flip = draw(st.lists(st.booleans(), min_size=len(base), max_size=len(base)))
     attrs = sorted({a for e in base for a in e})
     names = dict(zip(attrs, draw(st.permutations([f"x{i}" for i in range(len(attrs))]))))
@@ -207,9 +211,13 @@ def test_directed_triangle_patterns_by_hand():
     edges = canonical([(1, 2), (2, 3), (3, 1), (1, 1), (1, 3)], "directed")
     transitive = Pattern((("a", "b"), ("a", "c"), ("b", "c")), "directed")  # a->b, a->c, b->c
     cycle = Pattern((("a", "b"), ("b", "c"), ("c", "a")), "directed")
-    brute = {p: sum(all((v[x], v[y]) in set(edges) for x, y in p.edges)
-                    for v in (dict(zip("abc", t)) for t in itertools.product([1, 2, 3], repeat=3)))
-             for p in (transitive, cycle)}
+    brute = {
+        p: sum(
+            all((v[x], v[y]) in set(edges) for x, y in p.edges)
+            for v in (dict(zip("abc", t)) for t in itertools.product([1, 2, 3], repeat=3))
+        )
+        for p in (transitive, cycle)
+    }
     for p in (transitive, cycle):
         for oracle in ("networkx", "duckdb", "graphblas"):
             assert count_with(oracle, edges, p) == brute[p], (oracle, p.edges)

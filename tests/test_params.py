@@ -1,5 +1,6 @@
 """Declared parameters: implementations list what they read from a run's params; the harness checks a
 run's params against the declarations (before Spark starts) and the CLI's flags come from them."""
+
 import pytest
 
 import implementations
@@ -18,12 +19,15 @@ def test_resolve_gives_typed_values_and_defaults():
     assert resolve((BATCH,), {"batch": None}, "toy") == {"batch": 7}  # YAML null: the default
 
 
-@pytest.mark.parametrize("given,message", [
-    ({"bacth": 3}, r"params.bacth: unknown parameter for toy \(it reads: batch, ratio\)"),
-    ({"batch": "3"}, r"params.batch: toy expects int, got '3'"),
-    ({"batch": True}, r"params.batch: toy expects int, got True"),
-    ({"ratio": "x"}, r"params.ratio: toy expects float, got 'x'"),
-])
+@pytest.mark.parametrize(
+    "given,message",
+    [
+        ({"bacth": 3}, r"params.bacth: unknown parameter for toy \(it reads: batch, ratio\)"),
+        ({"batch": "3"}, r"params.batch: toy expects int, got '3'"),
+        ({"batch": True}, r"params.batch: toy expects int, got True"),
+        ({"ratio": "x"}, r"params.ratio: toy expects float, got 'x'"),
+    ],
+)
 def test_resolve_rejects_unknown_keys_and_wrong_types_naming_the_key(given, message):
     with pytest.raises(DataError, match=message):
         resolve((BATCH, RATIO), given, "toy")

@@ -1,4 +1,5 @@
 """Query parsing, validation, automorphisms and symmetry breaking (no Spark)."""
+
 import itertools
 import math
 import random
@@ -19,9 +20,16 @@ from harness.query import (
 from tests.strategies import connected_patterns
 
 
-@pytest.mark.parametrize("name,vertices,edges,aut", [
-    ("triangle", 3, 3, 6), ("clique4", 4, 6, 24), ("diamond", 4, 4, 8), ("house", 5, 8, 4), ("clique5", 5, 10, 120),
-])
+@pytest.mark.parametrize(
+    "name,vertices,edges,aut",
+    [
+        ("triangle", 3, 3, 6),
+        ("clique4", 4, 6, 24),
+        ("diamond", 4, 4, 8),
+        ("house", 5, 8, 4),
+        ("clique5", 5, 10, 120),
+    ],
+)
 def test_builtins_match_the_paper(name, vertices, edges, aut):
     q = BUILTINS[name]
     assert len(q.attributes) == vertices and len(q.edges) == edges
@@ -43,11 +51,14 @@ def test_yaml_query_file(tmp_path):
     assert len(automorphisms(q)) == 8
 
 
-@pytest.mark.parametrize("spec,message", [
-    ("nosuchquery", "unknown query 'nosuchquery'"),
-    ("a-b,b-", "cannot parse edge"),
-    ("missing.yaml", "missing.yaml: not found"),
-])
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("nosuchquery", "unknown query 'nosuchquery'"),
+        ("a-b,b-", "cannot parse edge"),
+        ("missing.yaml", "missing.yaml: not found"),
+    ],
+)
 def test_bad_query_specs(spec, message):
     with pytest.raises(DataError, match=message):
         load_query(spec)

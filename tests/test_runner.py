@@ -1,6 +1,7 @@
 """The run lifecycle: Spark-measured counters, memory inside the run's window, published counts,
 statuses OK / UNVERIFIED / VAL / TIM / DAT and the exit codes they give, and oracles that are skipped
 or time out never counting as a pass."""
+
 import gzip
 import json
 
@@ -11,10 +12,37 @@ from harness.results import passes
 from harness.runner import RunRequest
 from implementations.binary import BinaryJoin
 
-REQUIRED_KEYS = {"schema_version", "run_id", "timestamp", "git", "machine", "workload", "query", "semantics",
-                 "dataset", "implementation", "params", "status", "count", "oracle", "metrics"}
-METRIC_KEYS = {"load_s", "index_s", "query_s", "wall_s", "shuffle_records", "shuffle_bytes", "rounds",
-               "max_task_records", "mean_task_records", "peak_exec_memory_bytes", "spill_bytes", "per_round"}
+REQUIRED_KEYS = {
+    "schema_version",
+    "run_id",
+    "timestamp",
+    "git",
+    "machine",
+    "workload",
+    "query",
+    "semantics",
+    "dataset",
+    "implementation",
+    "params",
+    "status",
+    "count",
+    "oracle",
+    "metrics",
+}
+METRIC_KEYS = {
+    "load_s",
+    "index_s",
+    "query_s",
+    "wall_s",
+    "shuffle_records",
+    "shuffle_bytes",
+    "rounds",
+    "max_task_records",
+    "mean_task_records",
+    "peak_exec_memory_bytes",
+    "spill_bytes",
+    "per_round",
+}
 
 
 def test_ego_facebook_triangles_equal_published_and_duckdb(runner, shared_datasets):
@@ -97,7 +125,9 @@ def test_oracle_timeout_is_UNVERIFIED_with_the_reason(runner):
 def test_oracle_none_is_UNVERIFIED_not_passed(runner):
     record = runner.run(RunRequest("triangle", "rmat-small", "binary", oracle="none"))
     assert record["status"] == "UNVERIFIED" and record["verified"] is False
-    assert record["oracle"]["status"] == "skipped" and record["unverified_reason"] == "--oracle none: no independent check was run"
+    assert (
+        record["oracle"]["status"] == "skipped" and record["unverified_reason"] == "--oracle none: no independent check was run"
+    )
 
 
 def test_implementation_timeout_is_TIM_and_session_survives(runner):
@@ -118,13 +148,16 @@ def test_local_gj_stops_at_its_deadline(runner):
     assert record["metrics"]["memory"]["samples"] >= 5  # the sampler ran beside the kernel
 
 
-@pytest.mark.parametrize("request_kwargs,message", [
-    (dict(query="nope"), "unknown query"),
-    (dict(impl="nope"), "unknown implementation"),
-    (dict(dataset="nope"), "unknown dataset"),
-    (dict(query="a-b,c-d"), "disconnected"),
-    (dict(oracle="sql"), "unknown oracle"),
-])
+@pytest.mark.parametrize(
+    "request_kwargs,message",
+    [
+        (dict(query="nope"), "unknown query"),
+        (dict(impl="nope"), "unknown implementation"),
+        (dict(dataset="nope"), "unknown dataset"),
+        (dict(query="a-b,c-d"), "disconnected"),
+        (dict(oracle="sql"), "unknown oracle"),
+    ],
+)
 def test_bad_input_is_DAT(runner, request_kwargs, message):
     args = {**dict(query="triangle", dataset="rmat-small", impl="binary"), **request_kwargs}
     record = runner.run(RunRequest(**args))
@@ -142,8 +175,10 @@ def test_oracle_published_without_a_published_count_is_UNVERIFIED(runner):
 def test_every_implementation_rejects_a_disconnected_pattern(runner, impl):
     record = runner.run(RunRequest("a-b,b-c,d-e", "rmat-small", impl))
     assert record["status"] == "DAT" and record["count"] is None
-    assert record["error"] == ("query a-b,b-c,d-e: pattern is disconnected ({a,b,c} and {d,e}); no implementation "
-                               "counts a disconnected pattern: count each connected part as a query of its own")
+    assert record["error"] == (
+        "query a-b,b-c,d-e: pattern is disconnected ({a,b,c} and {d,e}); no implementation "
+        "counts a disconnected pattern: count each connected part as a query of its own"
+    )
 
 
 class _Hungry(BinaryJoin):

@@ -1,6 +1,7 @@
 """Shares/HyperCube beyond the conformance suite: the share search is exact, the tuples shipped are
 exactly the formula's prediction (and exactly Spark's shuffle records), and every match is found in
 the one cell its hashed values name."""
+
 import itertools
 import math
 
@@ -27,9 +28,18 @@ def test_share_search_examines_every_vector():
         assert sorted(share_vectors(m, workers)) == sorted(brute)
 
 
-@pytest.mark.parametrize("workers,expected", [
-    (1, (1, 1, 1)), (2, (2, 1, 1)), (4, (2, 2, 1)), (7, (3, 2, 1)), (8, (2, 2, 2)), (27, (3, 3, 3)), (64, (4, 4, 4)),
-])
+@pytest.mark.parametrize(
+    "workers,expected",
+    [
+        (1, (1, 1, 1)),
+        (2, (2, 1, 1)),
+        (4, (2, 2, 1)),
+        (7, (3, 2, 1)),
+        (8, (2, 2, 2)),
+        (27, (3, 3, 3)),
+        (64, (4, 4, 4)),
+    ],
+)
 def test_triangle_shares(workers, expected):
     triangle = _relations([("a", "b"), ("b", "c"), ("a", "c")])
     alloc = allocate(("a", "b", "c"), triangle, workers)
@@ -44,8 +54,10 @@ def test_allocation_is_the_minimum_of_load_then_communication():
     attrs = ("a", "b", "c", "d")
     for workers in (2, 5, 16, 30):
         alloc = allocate(attrs, relations, workers)
-        costs = [(communication(dict(zip(attrs, v)), relations) / math.prod(v), communication(dict(zip(attrs, v)), relations))
-                 for v in share_vectors(4, workers)]
+        costs = [
+            (communication(dict(zip(attrs, v)), relations) / math.prod(v), communication(dict(zip(attrs, v)), relations))
+            for v in share_vectors(4, workers)
+        ]
         assert (alloc.communication / alloc.cells, alloc.communication) == min(costs)
         assert alloc.cells <= workers
 
@@ -72,11 +84,16 @@ def _expected_shipped(record: dict, graph_rows: int, loop_rows: int, spec) -> in
     return total
 
 
-@pytest.mark.parametrize("query,semantics", [
-    ("triangle", "undirected"), pytest.param("clique4", "undirected", marks=pytest.mark.thorough),
-    pytest.param("house", "undirected", marks=pytest.mark.thorough),
-    pytest.param("diamond", "directed", marks=pytest.mark.thorough), ("a-b,b-c,c-a,a-a", "directed"),
-])
+@pytest.mark.parametrize(
+    "query,semantics",
+    [
+        ("triangle", "undirected"),
+        pytest.param("clique4", "undirected", marks=pytest.mark.thorough),
+        pytest.param("house", "undirected", marks=pytest.mark.thorough),
+        pytest.param("diamond", "directed", marks=pytest.mark.thorough),
+        ("a-b,b-c,c-a,a-a", "directed"),
+    ],
+)
 def test_tuples_shipped_equal_the_formula(runner, query, semantics):
     dataset = "rmat:scale=7,ef=6,seed=5"
     for workers in (1, 3, 8):
@@ -121,8 +138,7 @@ def test_one_cell_does_the_work_of_local_gj(runner, query):
     Generic Join carries each level's candidates down exactly as local-gj does: the same work, not
     the work of intersecting every relation afresh at every level."""
     dataset = "rmat:scale=8,ef=8,seed=3"
-    records = {impl: runner.run(RunRequest(query, dataset, impl, workers=1, oracle="none"))
-               for impl in ("shares", "local-gj")}
+    records = {impl: runner.run(RunRequest(query, dataset, impl, workers=1, oracle="none")) for impl in ("shares", "local-gj")}
     shares, local = records["shares"]["logical"], records["local-gj"]["logical"]
     assert records["shares"]["count"] == records["local-gj"]["count"] > 0
     assert shares["cells"] == 1

@@ -1,5 +1,6 @@
 """The storage model (issue 20): the store is the one directory every process sees; a process's own
 copies are rebuilt from it on a miss; a missing or unusable store is one clear line."""
+
 from pathlib import Path
 
 import numpy as np

@@ -3,6 +3,7 @@
 cloudpickle pickles a nested function by value, with every global it names. A numba dispatcher named
 bare in it is rebuilt in each Python worker as a new dispatcher, which compiles again (Shares' cell
 join paid 6.5 s per cell for that) instead of using the module's warm, cached one."""
+
 from __future__ import annotations
 
 import importlib
@@ -55,6 +56,7 @@ def _ships_a_bare_kernel():
     def task(iterator):
         for x in iterator:
             yield _kernel(x)
+
     return task
 
 
@@ -69,8 +71,10 @@ def _runs_a_kernel_here(xs):
 def test_the_scan_finds_a_bare_kernel_in_a_closure():
     import sys
 
-    assert bare_kernels_in_closures(sys.modules[__name__]) == [("_ships_a_bare_kernel", "task", "_kernel"),
-                                                               ("_ships_a_bare_kernel_in_a_lambda", "<lambda>", "_kernel")]
+    assert bare_kernels_in_closures(sys.modules[__name__]) == [
+        ("_ships_a_bare_kernel", "task", "_kernel"),
+        ("_ships_a_bare_kernel_in_a_lambda", "<lambda>", "_kernel"),
+    ]
 
 
 def test_no_implementation_closure_names_a_kernel_bare():

@@ -1,4 +1,5 @@
 """Workload YAML: schema errors name the key, tiers override, the matrix expands (no Spark)."""
+
 from pathlib import Path
 
 import pytest
@@ -32,18 +33,21 @@ def write(tmp_path: Path, text: str) -> Path:
 BASE = "queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary]\n"
 
 
-@pytest.mark.parametrize("extra,message", [
-    ("trails: 3\n", "unknown key 'trails'"),
-    ("trials: 0\n", "key 'trials' must be a positive integer"),
-    ("trials: two\n", "key 'trials' must be a positive integer"),
-    ("semantics: [sideways]\n", r"key 'semantics\[0\]' must be one of"),
-    ("workers: [2, x]\n", r"key 'workers\[1\]' must be a int"),
-    ("oracle: sql\n", "key 'oracle' must be one of"),
-    ("params: [1]\n", "key 'params' must be a mapping"),
-    ("tiers: {big: {datasetz: [x]}}\n", r"tiers.big: unknown key 'datasetz'"),
-    ("time_threshold: -0.1\n", "key 'time_threshold' must be a positive number"),
-    ("min_seconds: soon\n", "key 'min_seconds' must be a positive number"),
-])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        ("trails: 3\n", "unknown key 'trails'"),
+        ("trials: 0\n", "key 'trials' must be a positive integer"),
+        ("trials: two\n", "key 'trials' must be a positive integer"),
+        ("semantics: [sideways]\n", r"key 'semantics\[0\]' must be one of"),
+        ("workers: [2, x]\n", r"key 'workers\[1\]' must be a int"),
+        ("oracle: sql\n", "key 'oracle' must be one of"),
+        ("params: [1]\n", "key 'params' must be a mapping"),
+        ("tiers: {big: {datasetz: [x]}}\n", r"tiers.big: unknown key 'datasetz'"),
+        ("time_threshold: -0.1\n", "key 'time_threshold' must be a positive number"),
+        ("min_seconds: soon\n", "key 'min_seconds' must be a positive number"),
+    ],
+)
 def test_schema_errors_name_the_key(tmp_path, extra, message):
     path = write(tmp_path, BASE + extra)
     with pytest.raises(DataError, match=message):
@@ -60,9 +64,12 @@ def test_missing_key_and_bad_yaml(tmp_path):
 
 
 def test_matrix_expansion_and_tiers(tmp_path):
-    path = write(tmp_path, BASE.replace("[triangle]", "[triangle, clique4]") +
-                 "semantics: [undirected, directed]\nworkers: [1, 4]\ntrials: 3\nparams: {batch: [10, 100], flag: true}\n"
-                 "tiers:\n  big: {datasets: [rmat-16, rmat-18]}\n")
+    path = write(
+        tmp_path,
+        BASE.replace("[triangle]", "[triangle, clique4]")
+        + "semantics: [undirected, directed]\nworkers: [1, 4]\ntrials: 3\nparams: {batch: [10, 100], flag: true}\n"
+        "tiers:\n  big: {datasets: [rmat-16, rmat-18]}\n",
+    )
     wl = workload.load(str(path))
     runs = wl.requests()
     assert len(runs) == 2 * 2 * 2 * 2 * 3  # queries x semantics x workers x batch x trials

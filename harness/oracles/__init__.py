@@ -11,6 +11,7 @@ semantics (`Pattern`). Each runs in a child process that a timeout kills.
 
 `auto` takes networkx on small graphs (it also lists the matches), else the fastest oracle that
 applies: native, then GraphBLAS, then DuckDB."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,14 +24,14 @@ NETWORKX_AUTO_MAX_EDGES = 3000  # above this `auto` leaves networkx out: it enum
 
 COUNTS = {
     "networkx": "undirected: networkx subgraph monomorphisms divided by the automorphisms networkx finds; "
-                "directed: homomorphisms by backtracking over a networkx DiGraph",
+    "directed: homomorphisms by backtracking over a networkx DiGraph",
     "duckdb": "one DuckDB SQL join: undirected, injective matches over both edge directions divided by |Aut| "
-              "(k-cliques: matches with increasing ids); directed, the plain join over the distinct edge rows",
+    "(k-cliques: matches with increasing ids); directed, the plain join over the distinct edge rows",
     "graphblas": "SuiteSparse:GraphBLAS: undirected triangles sum(L·L masked by L); directed triangle patterns "
-                 "sum((R1·R2) masked by R3); undirected 4-cycles sum over i != j of C_ij(C_ij - 1) / 8 with C = A·A",
+    "sum((R1·R2) masked by R3); undirected 4-cycles sum over i != j of C_ij(C_ij - 1) / 8 with C = A·A",
     "native": "undirected k-cliques by a plain single-threaded numba kernel: degree-ordered orientation, "
-              "sorted-merge intersections (the native reference); houses as the sum over 4-cliques and their "
-              "edges of (triangles on the edge) - 2",
+    "sorted-merge intersections (the native reference); houses as the sum over 4-cliques and their "
+    "edges of (triangles on the edge) - 2",
 }
 ORACLES = tuple(COUNTS)
 FASTEST_FIRST = ("native", "graphblas", "duckdb")  # measured: see docs/oracles.md ("Oracle speed" in results/README.md)
@@ -65,6 +66,7 @@ def _in_memory(count_fn):
         load_s = time.perf_counter() - start
         count, count_s = count_fn(src, dst, pattern)
         return {"count": count, "matches": None, "load_s": load_s, "count_s": count_s}
+
     return run
 
 
@@ -82,8 +84,17 @@ FUNCTIONS = {"networkx": nx_search.oracle, "duckdb": sql.oracle, "graphblas": gr
 
 def run_oracle(name: str, parquet_glob: str, pattern: Pattern, timeout_s: float, match_limit: int = 2000) -> dict:
     """{name, counts, status: ok|timeout|error|skipped, count, matches, seconds, load_s, count_s, reason}; never raises."""
-    result: dict[str, Any] = {"name": name, "counts": COUNTS[name], "count": None, "matches": None, "reason": None,
-                              "seconds": 0.0, "load_s": None, "count_s": None, "status": "skipped"}
+    result: dict[str, Any] = {
+        "name": name,
+        "counts": COUNTS[name],
+        "count": None,
+        "matches": None,
+        "reason": None,
+        "seconds": 0.0,
+        "load_s": None,
+        "count_s": None,
+        "status": "skipped",
+    }
     reason = not_applicable(name, pattern)
     if reason is not None:
         result["reason"] = f"not applicable: {reason}"
@@ -91,8 +102,12 @@ def run_oracle(name: str, parquet_glob: str, pattern: Pattern, timeout_s: float,
     status, payload, seconds = run_in_child(FUNCTIONS[name], (parquet_glob, pattern, match_limit), timeout_s)
     result.update(status=status, seconds=seconds)
     if status == "ok":
-        result.update(count=payload["count"], matches=payload["matches"],
-                      load_s=round(payload["load_s"], 4), count_s=round(payload["count_s"], 4))
+        result.update(
+            count=payload["count"],
+            matches=payload["matches"],
+            load_s=round(payload["load_s"], 4),
+            count_s=round(payload["count_s"], 4),
+        )
     else:
         result["reason"] = payload
     return result

@@ -1,4 +1,5 @@
 """Running a count in a spawned process that a timeout can kill: oracles and peer systems alike."""
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -28,7 +29,10 @@ def run_in_child(fn, args: tuple, timeout_s: float) -> tuple[str, Any, float]:
         try:
             status, payload = parent.recv()
         except EOFError:
-            status, payload = "error", f"child process died (exit code {proc.exitcode if proc.exitcode is not None else 'unknown'})"
+            status, payload = (
+                "error",
+                f"child process died (exit code {proc.exitcode if proc.exitcode is not None else 'unknown'})",
+            )
     else:
         status, payload = "timeout", f"no answer within {timeout_s:g} s"
     seconds = round(time.perf_counter() - start, 3)

@@ -1,4 +1,5 @@
 """The canonical edge rows as numpy arrays, for the oracles that count in memory (native, GraphBLAS)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,4 +29,4 @@ def dense(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, int
     if low >= 0 and high < 4 * len(src) + 1024:
         return src, dst, int(high) + 1
     ids, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
-    return inverse[: len(src)], inverse[len(src):], len(ids)
+    return inverse[: len(src)], inverse[len(src) :], len(ids)

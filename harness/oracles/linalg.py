@@ -9,6 +9,7 @@ nothing with this project. A is the 0/1 adjacency matrix of the canonical edges.
 - undirected 4-cycles (the diamond): with C = A·A (common neighbours, unmasked),
   sum over i != j of C_ij·(C_ij − 1) counts every 4-cycle 8 times. A² is materialised, so this is
   refused where sum(degree²) says it would not fit (`FOUR_CYCLE_MAX_WEDGES`)."""
+
 from __future__ import annotations
 
 import time

@@ -11,6 +11,7 @@ only counted. Houses (a 4-clique plus a vertex joined to two of its vertices) ar
 4-cliques: an instance is a 4-clique Q, one of its six edges e and a common neighbour of e's ends
 outside Q, so the count is the sum over 4-cliques and their edges of (triangles on e) − 2.
 This is also the native reference that speed ratios are measured against (COST)."""
+
 from __future__ import annotations
 
 import time
@@ -211,8 +212,15 @@ def houses(offsets, forward, on_edge):
                     elif x > y:
                         b += 1
                     else:  # the 4-clique u, v, w, x
-                        total += (on_edge[i] + on_edge[via_u[j]] + on_edge[via_v[j]] + on_edge[via_u[a]]
-                                  + on_edge[via_v[a]] + on_edge[b] - 12)
+                        total += (
+                            on_edge[i]
+                            + on_edge[via_u[j]]
+                            + on_edge[via_v[j]]
+                            + on_edge[via_u[a]]
+                            + on_edge[via_v[a]]
+                            + on_edge[b]
+                            - 12
+                        )
                         a += 1
                         b += 1
     return total

@@ -4,6 +4,7 @@
   pattern's automorphisms, both found by networkx's GraphMatcher;
 - directed: networkx has no homomorphism counter, so a backtracking search over a networkx DiGraph
   (the plain join: attributes may coincide; a self-loop atom needs the loop)."""
+
 from __future__ import annotations
 
 import time
@@ -57,8 +58,10 @@ def _homomorphisms(graph, pattern: Pattern, match_limit: int) -> tuple[int, list
     attrs, atoms = pattern.attributes, pattern.edges
     order = [attrs[0]]
     while len(order) < len(attrs):  # breadth-first so every attribute has a bound neighbour
-        nxt = next((a for a in attrs if a not in order and any(
-            (x == a and y in order) or (y == a and x in order) for x, y in atoms)), None)
+        nxt = next(
+            (a for a in attrs if a not in order and any((x == a and y in order) or (y == a and x in order) for x, y in atoms)),
+            None,
+        )
         order.append(nxt or next(a for a in attrs if a not in order))
     nodes = list(graph.nodes)
     found: list[tuple] = []
@@ -81,7 +84,7 @@ def _homomorphisms(graph, pattern: Pattern, match_limit: int) -> tuple[int, list
             else:
                 continue
             candidates = cand if candidates is None else candidates & cand
-        for v in (nodes if candidates is None else candidates):
+        for v in nodes if candidates is None else candidates:
             if all(graph.has_edge(v, v) for x, y in atoms if x == y == a):
                 value[a] = v
                 search(i + 1, value)

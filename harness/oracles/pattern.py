@@ -2,6 +2,7 @@
 symmetry-breaking constraints, attribute order and vertex ranking never reach an oracle, so a bug
 in them cannot agree with itself. The pattern's shape (clique, triangle, 4-cycle) and its
 automorphism count are worked out here, from the edges alone."""
+
 from __future__ import annotations
 
 import itertools
@@ -89,7 +90,7 @@ class Pattern:
         if len(roof) != 1:
             return False
         base = [a for a in self.attributes if a != roof[0]]
-        return all(frozenset((x, y)) in self.pairs for i, x in enumerate(base) for y in base[i + 1:])
+        return all(frozenset((x, y)) in self.pairs for i, x in enumerate(base) for y in base[i + 1 :])
 
     @cached_property
     def connected(self) -> bool:
@@ -110,8 +111,12 @@ class Pattern:
         order = [max(self.attributes, key=lambda a: (degree[a], -self.attributes.index(a)))]
         while len(order) < len(self.attributes):
             rest = [a for a in self.attributes if a not in order]
-            order.append(max(rest, key=lambda a: (sum(frozenset((a, b)) in self.pairs for b in order), degree[a],
-                                                  -self.attributes.index(a))))
+            order.append(
+                max(
+                    rest,
+                    key=lambda a: (sum(frozenset((a, b)) in self.pairs for b in order), degree[a], -self.attributes.index(a)),
+                )
+            )
         return tuple(order)
 
     def instance_key(self, match: tuple) -> tuple:

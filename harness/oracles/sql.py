@@ -7,6 +7,7 @@
   one of its k! injective matches has increasing ids.
 - directed: the plain join over the distinct edge rows (self-loop atoms read the loops).
 The join order is the oracle's own (`Pattern.join_order`); DuckDB's optimiser is told to keep it."""
+
 from __future__ import annotations
 
 import os
@@ -39,12 +40,18 @@ def sql(pattern: Pattern, source: str, select: str = "count") -> tuple[str, int]
     col = {a: refs[a][0] for a in pattern.attributes}
     divisor = 1
     if pattern.undirected:
-        tables = (f"simple AS (SELECT DISTINCT least(src, dst) AS src, greatest(src, dst) AS dst FROM {source} WHERE src <> dst), "
-                  "sym AS (SELECT src, dst FROM simple UNION ALL SELECT dst, src FROM simple)")
+        tables = (
+            f"simple AS (SELECT DISTINCT least(src, dst) AS src, greatest(src, dst) AS dst FROM {source} WHERE src <> dst), "
+            "sym AS (SELECT src, dst FROM simple UNION ALL SELECT dst, src FROM simple)"
+        )
         if not clique:
             attrs = pattern.attributes
-            where += [f"{col[a]} <> {col[b]}" for i, a in enumerate(attrs) for b in attrs[i + 1:]
-                      if frozenset((a, b)) not in pattern.pairs]  # adjacent attributes differ: no loops
+            where += [
+                f"{col[a]} <> {col[b]}"
+                for i, a in enumerate(attrs)
+                for b in attrs[i + 1 :]
+                if frozenset((a, b)) not in pattern.pairs
+            ]  # adjacent attributes differ: no loops
             divisor = pattern.automorphisms
     else:
         tables = f"rel AS (SELECT DISTINCT src, dst FROM {source})"

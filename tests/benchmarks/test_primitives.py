@@ -1,6 +1,7 @@
 """Benchmarks of the core primitives (pytest-benchmark): canonicalisation, index build, and one
 prefix-extension step. `make test` runs each once as a correctness test (benchmarks disabled);
 `make gate` times them against the saved run in results/baselines/micro (`make baseline` saves it)."""
+
 from __future__ import annotations
 
 import networkx as nx
@@ -50,8 +51,7 @@ def test_canonicalize(benchmark, raw, simple_graph):
 
 
 def test_index_build(benchmark, spark, relation, simple_graph):
-    index = benchmark.pedantic(lambda: distributed_index.build(spark, relation, True, 2), rounds=5, iterations=1,
-                                   warmup_rounds=1)
+    index = benchmark.pedantic(lambda: distributed_index.build(spark, relation, True, 2), rounds=5, iterations=1, warmup_rounds=1)
     assert int(index.forward.sum() + index.reverse.sum()) == 2 * simple_graph.number_of_edges()
 
 
@@ -66,15 +66,43 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
 
     def step():
         items = Prefixes.fresh(pairs, int(plan.rel_count[2]))
-        count_items(0, 1, ix, 2, items.prefix, items.mask, items.min_rel, items.min_count, plan.rel_count,
-                    plan.rel_pos, plan.rel_kind, plan.above, plan.below)
+        count_items(
+            0,
+            1,
+            ix,
+            2,
+            items.prefix,
+            items.mask,
+            items.min_rel,
+            items.min_count,
+            plan.rel_count,
+            plan.rel_pos,
+            plan.rel_kind,
+            plan.above,
+            plan.below,
+        )
         first = np.zeros(len(pairs), np.int64)
-        lengths, values = propose_items(0, 1, ix, loops, 2, items.prefix, items.min_rel, first,
-                                        items.min_count.astype(np.int64), plan.rel_pos, plan.rel_kind, plan.above,
-                                        plan.below, plan.differ, plan.loop)
+        lengths, values = propose_items(
+            0,
+            1,
+            ix,
+            loops,
+            2,
+            items.prefix,
+            items.min_rel,
+            first,
+            items.min_count.astype(np.int64),
+            plan.rel_pos,
+            plan.rel_kind,
+            plan.above,
+            plan.below,
+            plan.differ,
+            plan.loop,
+        )
         mask = ((1 << int(plan.rel_count[2])) - 1) & ~(1 << items.min_rel)
-        kept, _ = intersect_items(0, 1, ix, 2, items.prefix, mask.astype(np.int32), lengths, values, plan.rel_count,
-                                  plan.rel_pos, plan.rel_kind)
+        kept, _ = intersect_items(
+            0, 1, ix, 2, items.prefix, mask.astype(np.int32), lengths, values, plan.rel_count, plan.rel_pos, plan.rel_kind
+        )
         return kept
 
     triangles = benchmark(step)
