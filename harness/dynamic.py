@@ -119,20 +119,7 @@ def batch_entry(batch: int, updates: int, seconds: float, outcome, count: int, c
     if check.get("oracle_count_s") and seconds:
         entry["oracle_count_over_update"] = round(check["oracle_count_s"] / seconds, 2)
     counters = outcome.counters
-    entry["applied"] = {
-        k: counters[k]
-        for k in (
-            "pairs_touched",
-            "inserts_ignored",
-            "deletes_ignored",
-            "edges_inserted",
-            "edges_deleted",
-            "relation_inserted",
-            "relation_deleted",
-            "compacted",
-        )
-        if k in counters
-    }
+    entry["applied"] = outcome.applied
     entry["index"] = counters.get("index", {})
     entry["logical"] = {k: counters[k] for k in ("tuples_exchanged", "rounds", "proposals", "delta_queries") if k in counters}
     if outcome.changes is not None:

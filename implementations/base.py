@@ -61,6 +61,7 @@ class BatchOutcome:
     counters: dict = field(default_factory=dict)
     changes: list[tuple[tuple, int]] | None = None  # (match, +1 | -1), netted, when asked for
     changes_truncated: bool = False
+    applied: dict = field(default_factory=dict)  # what the batch did to the stored graph (edges inserted, ...)
 
 
 class Implementation(ABC):

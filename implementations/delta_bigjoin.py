@@ -254,7 +254,7 @@ class DeltaBiGJoin(BiGJoin):
             found = [result.matches.get(last + e, np.zeros((0, m), np.int32)) for e in range(len(queries))]
             changes, truncated = self._net_changes(queries, found)
         report.update(applied, compacted=compact, delta_queries=len(queries))
-        return BatchOutcome(delta, counters.count, report, changes, truncated)
+        return BatchOutcome(delta, counters.count, report, changes, truncated, applied={**applied, "compacted": compact})
 
     def _net_changes(self, queries: list[tuple[int, int]], found: list[np.ndarray]) -> tuple[list, bool]:
         """Changed matches (in query attribute order, original ids) with their net sign: a match can
