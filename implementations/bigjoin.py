@@ -231,13 +231,14 @@ class Counters:
         offsets = job.offsets if isinstance(job, GroupJob) else [0]
         for level in {sub.level for sub in subs}:
             self.jobs_per_level[level] += 1
+        loads = _received(result)  # (stage, worker)
         for sub, offset in zip(subs, offsets):  # a pipelined job runs several levels, each from its offset
             part = result.of_group(sub.group) if len(subs) > 1 else result
             if sub.level == 0:
                 self.prefixes[1] += part.total("held_prefixes")
             else:
                 self.prefixes[sub.level + 1] += part.total("produced")
-            mine = _received(part).sum(axis=1)
+            mine = (loads if part is result else _received(part)).sum(axis=1)
             for number in range(1, sub.exchanges + 1):
                 stage = offset + number
                 key = f"level{sub.level}.exchange{number}"
@@ -246,7 +247,6 @@ class Counters:
         self.count += result.total("counted")
         for name in self.totals:
             self.totals[name] += result.total(name)
-        loads = _received(result)
         received = loads.sum(axis=1)
         for stage in range(1, len(received)):
             self.max_round = max(self.max_round, int(received[stage]))

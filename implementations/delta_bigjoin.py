@@ -253,7 +253,7 @@ class DeltaBiGJoin(BiGJoin):
             last = len(queries) * (m - 2)  # the groups of the last level count (and sample) the matches
             found = [result.matches.get(last + e, np.zeros((0, m), np.int32)) for e in range(len(queries))]
             changes, truncated = self._net_changes(queries, found)
-        report.update(applied, compacted=compact, delta_queries=len(queries))
+        report.update(delta_queries=len(queries))
         return BatchOutcome(delta, counters.count, report, changes, truncated, applied={**applied, "compacted": compact})
 
     def _net_changes(self, queries: list[tuple[int, int]], found: list[np.ndarray]) -> tuple[list, bool]:

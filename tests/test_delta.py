@@ -92,13 +92,13 @@ def test_awkward_batches_with_changed_matches(spark, semantics):
     spec = make_join_spec(BUILTINS["triangle"], semantics)
     outcomes = maintain(spark, K4_PLUS, AWKWARD, spec, workers=2, changes=100)
     # On a graph this small the overlay soon passes 5% of the base: later batches run on compacted bases.
-    compacted = [bool(o.counters["compacted"]) for o in outcomes]
+    compacted = [bool(o.applied["compacted"]) for o in outcomes]
     assert not compacted[0] and any(compacted[1:])
     if semantics == "undirected":
         # triangle 5-6-7 from three updates of one batch, counted once; 5-8 came and went, 1-2 went and
         # came back; two edges of 0-1-4 went at once; 2-3 and 0-1 kept one direction throughout
         assert [o.delta for o in outcomes] == [1, 0, -1, 0]
-        assert outcomes[0].counters["inserts_ignored"] == 1 and outcomes[0].counters["deletes_ignored"] == 1
+        assert outcomes[0].applied["inserts_ignored"] == 1 and outcomes[0].applied["deletes_ignored"] == 1
 
 
 def test_a_pipelined_batch_labels_each_exchange_with_its_own_level(spark):
