@@ -193,9 +193,11 @@ def filter_candidates(level, prefix, item, values, above, below, differ, need_lo
     """The one filter of candidates outside propose (BiGJoin-S's resolved values, Delta-BiGJoin's seeds):
     values[t] extends prefix item[t] if value_bounds allow it and it is admissible."""
     keep = np.zeros(len(values), dtype=np.bool_)
+    bounds_of, lo, hi = -1, 0, INT32_MAX
     for t in range(len(values)):
         i, c = item[t], values[t]
-        lo, hi = value_bounds(level, prefix, i, above, below)
+        if i != bounds_of:  # a prefix's candidates come together: its bounds once per run of them
+            bounds_of, (lo, hi) = i, value_bounds(level, prefix, i, above, below)
         keep[t] = lo <= c <= hi and admissible(c, prefix, i, level, differ, need_loop, loops)
     return keep
 
