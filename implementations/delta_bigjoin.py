@@ -7,9 +7,9 @@ What differs from BiGJoin, and where it lives:
 2. A batch runs one delta query dQ_i per query edge (atom) i and per sign: Generic Join over an
    attribute order that starts with atom i's two attributes, seeded at level 1 from the batch's net
    changes of that sign (`DeltaJob.start`). Atoms before i read the new view, atoms after i the old
-   one: `ExtensionPlan.from_spec(seed_atom=i)` marks those relations' kind with OLD, and the kernels'
-   `list_ranges` reads the old view's change rows for them. So a match whose edges change in the same
-   batch is counted exactly once.
+   one: `ExtensionPlan.from_spec(seed_atom=i)` sets those relations' `rel_view` to OLD, and the
+   stage hands the unchanged kernels both views (`extension_kernels.index_views`). So a match whose
+   edges change in the same batch is counted exactly once.
 3. All delta queries of a batch, every level of each, run in one Spark job with the index update
    (`apply_updates`): a `GroupJob` with the update as its prelude, each level starting at its
    `offset` and fed by the level before (`DeltaJob.window` with `feed`, `last_stage`).
@@ -37,7 +37,7 @@ from harness.query import default_attribute_order, in_query_order, make_join_spe
 from . import exchange, versioned_index
 from .base import BatchOutcome, Outcome, Param
 from .bigjoin import BiGJoin, Counters
-from .extension_kernels import filter_candidates
+from .extension_kernels import IndexPartition, filter_candidates
 from .plan import ExtensionPlan
 from .prefix_extension import (
     Candidates,
@@ -62,7 +62,7 @@ class DeltaJob(ExtensionJob):
     undirected: bool = False
     feed: int | None = None  # pipelined: start from everything group `feed` queued for this level here
 
-    def load_index(self, p: int):
+    def load_index(self, p: int) -> tuple[IndexPartition, np.ndarray]:
         return versioned_index.load_view(self.index_root, p, *self.view)
 
     @property

@@ -2,11 +2,14 @@
 
 An index partition `ix` (IndexPartition) is the sorted keys this worker owns with, per key, its
 sorted forward and reverse lists (`ix.lists`), then the changes to those lists (`ix.changes`,
-Delta-BiGJoin): per key sorted values with a sign (+1 added, -1 removed), in two views: offsets rows
-0, 1 the changes up to the current update batch, rows 2, 3 those before it. Static indices pass no
-changes. A relation's kind is
-FORWARD, REVERSE or BOTH plus OLD * view (0: current, 1: old). BOTH reads reverse ++ forward, which is
-sorted because reverse neighbours rank below the key and forward ones above it.
+Delta-BiGJoin): per key sorted values with a sign (+1 added, -1 removed). A relation's kind is
+FORWARD, REVERSE or BOTH; BOTH reads reverse ++ forward, which is sorted because reverse neighbours
+rank below the key and forward ones above it.
+
+The kernels take `views`, a pair of partitions, and read relation r of a level from
+views[rel_view[level, r]]. Which version of the index that is, is the caller's business
+(`index_views`): the kernels neither know nor care. A static index has no changes, so its two
+views are the same.
 
 A lookup is a binary search, so a probe into a hub's list costs log(degree), never a scan, and a
 prefix's count is the size of the sub-range its order constraints leave (above/below earlier values).
@@ -19,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .constants import BOTH, FORWARD, INT32_MAX, OLD, REVERSE
+from .constants import BOTH, FORWARD, INT32_MAX, REVERSE
 from .csr import contains, intersect, lower_bound
 from .keys import owner
 
@@ -34,8 +37,9 @@ class Lists(NamedTuple):
 
 
 class Changes(NamedTuple):
-    """Sorted keys with, per key, sorted changed values of its forward and reverse lists and their signs;
-    offsets rows 0 (forward) and 1 (reverse) up to the current batch, rows 2 and 3 before it."""
+    """Sorted keys with, per key, sorted changed values of its forward and reverse lists and their signs,
+    at offsets rows 0 (forward) and 1 (reverse). A stored overlay has two more rows, 2 and 3: the changes
+    before the current batch; `index_views` makes each pair of rows a view."""
 
     keys: np.ndarray
     offsets: np.ndarray
@@ -50,6 +54,13 @@ class IndexPartition(NamedTuple):
 
     lists: Lists
     changes: Changes
+
+
+def index_views(ix: IndexPartition) -> tuple[IndexPartition, IndexPartition]:
+    """(CURRENT, OLD): ix with the changes up to the current update batch, and before it."""
+    lists, changes = ix
+    current = IndexPartition(lists, changes._replace(offsets=changes.offsets[:2]))
+    return current, IndexPartition(lists, changes._replace(offsets=changes.offsets[2:]))
 
 
 class Span(NamedTuple):
@@ -112,17 +123,16 @@ def _signed(sign, start, end):
 @njit(cache=True)
 def list_ranges(ix, kind, k, lo, hi):
     """k's list of relation `kind` restricted to [lo, hi], as a ListSpan."""
-    view, kind = kind // OLD, kind % OLD
     lists, changes = ix.lists, ix.changes
     rbs = rbe = rcs = rce = fbs = fbe = fcs = fce = nr = nf = 0
     if lo <= hi:
         if kind != FORWARD:
             rbs, rbe = _bounds(lists.keys, lists.offsets, lists.reverse, 1, k, lo, hi)
-            rcs, rce = _bounds(changes.keys, changes.offsets, changes.reverse, 2 * view + 1, k, lo, hi)
+            rcs, rce = _bounds(changes.keys, changes.offsets, changes.reverse, 1, k, lo, hi)
             nr = rbe - rbs + _signed(changes.reverse_sign, rcs, rce)
         if kind != REVERSE:
             fbs, fbe = _bounds(lists.keys, lists.offsets, lists.forward, 0, k, lo, hi)
-            fcs, fce = _bounds(changes.keys, changes.offsets, changes.forward, 2 * view, k, lo, hi)
+            fcs, fce = _bounds(changes.keys, changes.offsets, changes.forward, 0, k, lo, hi)
             nf = fbe - fbs + _signed(changes.forward_sign, fcs, fce)
     return ListSpan(Span(rbs, rbe, rcs, rce, nr), Span(fbs, fbe, fcs, fce, nf))
 
@@ -203,7 +213,7 @@ def filter_candidates(level, prefix, item, values, above, below, differ, need_lo
 
 
 @njit(cache=True)
-def count_items(p, workers, ix, level, prefix, mask, min_rel, min_count, rel_count, rel_pos, rel_kind, above, below):
+def count_items(p, workers, views, level, prefix, mask, min_rel, min_count, rel_count, rel_pos, rel_kind, rel_view, above, below):
     """Count: for every relation still in `mask` whose key this worker owns, look up the number of
     extensions and keep the smallest (ties to the lower relation). Returns the number of lookups."""
     lookups = 0
@@ -217,7 +227,7 @@ def count_items(p, workers, ix, level, prefix, mask, min_rel, min_count, rel_cou
                 k = prefix[i, rel_pos[level, r]]
                 if owner(k, workers) != p:
                     continue
-                span = list_ranges(ix, rel_kind[level, r], k, lo, hi)
+                span = list_ranges(views[rel_view[level, r]], rel_kind[level, r], k, lo, hi)
                 c = span.reverse.size + span.forward.size
                 lookups += 1
                 if c < min_count[i] or (c == min_count[i] and r < min_rel[i]):
@@ -228,7 +238,9 @@ def count_items(p, workers, ix, level, prefix, mask, min_rel, min_count, rel_cou
 
 
 @njit(cache=True)
-def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last, rel_pos, rel_kind, above, below, differ, loop):
+def propose_items(
+    p, workers, views, loops, level, prefix, min_rel, first, last, rel_pos, rel_kind, rel_view, above, below, differ, loop
+):
     """Propose: positions [first, last) of each prefix's smallest list, minus candidates that an
     inequality or a required self-loop rules out. Returns (lengths, candidates)."""
     n = prefix.shape[0]
@@ -244,6 +256,7 @@ def propose_items(p, workers, ix, loops, level, prefix, min_rel, first, last, re
         if owner(k, workers) != p:
             raise ValueError("a prefix is queued away from its proposing relation's worker")
         lo, hi = value_bounds(level, prefix, i, above, below)
+        ix = views[rel_view[level, r]]
         span = list_ranges(ix, rel_kind[level, r], k, lo, hi)
         lists, changes = ix.lists, ix.changes
         start = w
@@ -322,7 +335,7 @@ def _narrow(ix, span, kind, k, cands, src, n, dst, work):
 
 
 @njit(cache=True)
-def intersect_items(p, workers, ix, level, prefix, mask, lengths, values, rel_count, rel_pos, rel_kind):
+def intersect_items(p, workers, views, level, prefix, mask, lengths, values, rel_count, rel_pos, rel_kind, rel_view):
     """Intersect: narrow each item's candidates by every relation in `mask` whose key this worker
     owns, with the adaptive intersection of csr (merge, or gallop when one side is much smaller).
     Compacts `values` in place; returns (kept, probes): a probe is a candidate tested against one
@@ -341,9 +354,10 @@ def intersect_items(p, workers, ix, level, prefix, mask, lengths, values, rel_co
             k = prefix[i, rel_pos[level, r]]
             if mk & (1 << r) and owner(k, workers) == p:
                 local |= 1 << r
-                span = list_ranges(ix, (rel_kind[level, r] // OLD) * OLD + BOTH, k, 0, INT32_MAX)
+                ix = views[rel_view[level, r]]
+                span = list_ranges(ix, BOTH, k, 0, INT32_MAX)
                 probes += kept
-                kept = _narrow(ix, span, rel_kind[level, r] % OLD, k, values, src, kept, write, work)
+                kept = _narrow(ix, span, rel_kind[level, r], k, values, src, kept, write, work)
                 src = write
         if src != write:  # no local relation: move the candidates down unchanged
             for t in range(n):

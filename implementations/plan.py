@@ -11,7 +11,7 @@ import numpy as np
 from harness.errors import DataError
 from harness.query import JoinSpec
 
-from .constants import BOTH, FORWARD, OLD, REVERSE
+from .constants import BOTH, CURRENT, FORWARD, OLD, REVERSE
 
 
 @dataclass
@@ -20,6 +20,7 @@ class ExtensionPlan:
     rel_count: np.ndarray  # (m,) relations binding position j
     rel_pos: np.ndarray  # (m, R) the earlier position holding each relation's key
     rel_kind: np.ndarray  # (m, R) FORWARD / REVERSE / BOTH
+    rel_view: np.ndarray  # (m, R) the index view it reads: CURRENT, or OLD (Delta-BiGJoin's later atoms)
     above: np.ndarray  # (m, m) value at j must be > value at p
     below: np.ndarray  # (m, m) value at j must be < value at p
     differ: np.ndarray  # (m, m) value at j must differ from value at p
@@ -41,6 +42,7 @@ class ExtensionPlan:
             rel_count=np.zeros(m, dtype=np.int64),
             rel_pos=np.zeros((m, max(1, 2 * len(spec.query.edges))), dtype=np.int64),
             rel_kind=np.zeros((m, max(1, 2 * len(spec.query.edges))), dtype=np.int64),
+            rel_view=np.full((m, max(1, 2 * len(spec.query.edges))), CURRENT, dtype=np.int64),
             above=np.zeros((m, m), dtype=np.bool_),
             below=np.zeros((m, m), dtype=np.bool_),
             differ=np.zeros((m, m), dtype=np.bool_),
@@ -64,10 +66,10 @@ class ExtensionPlan:
                 kind = REVERSE
             else:
                 kind = BOTH
-            if seed_atom is not None and atom > seed_atom:
-                kind += OLD
             r = plan.rel_count[j]
             plan.rel_pos[j, r], plan.rel_kind[j, r], plan.rel_atom[j, r] = at[early], kind, len(plan.atoms)
+            if seed_atom is not None and atom > seed_atom:
+                plan.rel_view[j, r] = OLD
             plan.rel_count[j] += 1
             plan.atoms.append((at[early], j, kind))
         for lo, hi in spec.less_than:

@@ -8,8 +8,8 @@ answers, and so what travels, is the variant's choice:
   bigjoin, delta-bigjoin  the worker that owns the key: prefixes travel to it (`Stage` below);
   bigjoin-s               the owners of the resolver, membership and count entries: lookups travel
                           to them and prefixes stay (`bigjoin_s`).
-Which version of the index a lookup reads (delta-bigjoin's old and new views) is part of the
-relation's kind in the plan; the kernels read it from there.
+Which version of the index a lookup reads (delta-bigjoin's old and new views) is a view the stage
+hands the kernels (`index_views`), chosen per relation by the plan's `rel_view`.
 
 One Spark job extends one batch at level j, where the prefixes wait in per-worker queues at the
 worker of their proposing relation (the paper's (p, min-c, min-i, rem-ext) quadruples):
@@ -41,8 +41,10 @@ from . import distributed_index, exchange
 from .constants import INT32_MAX
 from .exchange import BlobKind
 from .extension_kernels import (
+    IndexPartition,
     count_items,
     gather_lists,
+    index_views,
     intersect_items,
     next_owner,
     propose_items,
@@ -141,7 +143,7 @@ class ExtensionJob:
     def cleanup(self) -> None:
         """Called by the driver once the job's results are in."""
 
-    def load_index(self, p: int) -> tuple[tuple, np.ndarray]:
+    def load_index(self, p: int) -> tuple[IndexPartition, np.ndarray]:
         """(ix, loop vertices) of worker p; see extension_kernels for ix."""
         return distributed_index.load_partition(self.index_root, p)
 
@@ -471,6 +473,7 @@ class Stage(StageBase):
         super().__init__(job, stage, p)
         with self.clock("io_us"):
             self.ix, self.loops = job.load_index(p)
+        self.views = index_views(self.ix)
 
     def propose(self, window: tuple) -> Candidates:
         """Candidates for the positions [first, last) of the window's queued prefixes' smallest lists."""
@@ -480,7 +483,7 @@ class Stage(StageBase):
             lengths, values = propose_items(
                 self.p,
                 job.workers,
-                self.ix,
+                self.views,
                 self.loops,
                 j,
                 items.prefix,
@@ -489,6 +492,7 @@ class Stage(StageBase):
                 last,
                 plan.rel_pos,
                 plan.rel_kind,
+                plan.rel_view,
                 plan.above,
                 plan.below,
                 plan.differ,
@@ -507,7 +511,7 @@ class Stage(StageBase):
             kept, probes = intersect_items(
                 self.p,
                 job.workers,
-                self.ix,
+                self.views,
                 job.level,
                 cands.prefix,
                 cands.mask,
@@ -516,6 +520,7 @@ class Stage(StageBase):
                 plan.rel_count,
                 plan.rel_pos,
                 plan.rel_kind,
+                plan.rel_view,
             )
         cands.values = cands.values[:kept]
         self.add("probes", probes)
@@ -531,7 +536,7 @@ class Stage(StageBase):
             lookups = count_items(
                 self.p,
                 job.workers,
-                self.ix,
+                self.views,
                 job.level + 1,
                 prefixes.prefix,
                 prefixes.mask,
@@ -540,6 +545,7 @@ class Stage(StageBase):
                 plan.rel_count,
                 plan.rel_pos,
                 plan.rel_kind,
+                plan.rel_view,
                 plan.above,
                 plan.below,
             )

@@ -13,6 +13,7 @@ from harness.query import load_query, make_join_spec
 from implementations import distributed_index
 from implementations.extension_kernels import (
     count_items,
+    index_views,
     intersect_items,
     propose_items,
 )
@@ -59,6 +60,7 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
     """Extend every edge (a1 < a2) to triangles at one worker: Count, Propose, then Intersect."""
     index = distributed_index.build(spark, relation, True, 1)
     ix, loops = distributed_index.load_partition(str(index.root), 0)
+    views = index_views(ix)
     query, options = load_query("triangle")
     plan = ExtensionPlan.from_spec(make_join_spec(query, "undirected", None, **options))
     keys, offsets, forward = np.asarray(ix.lists.keys), np.asarray(ix.lists.offsets), np.asarray(ix.lists.forward)
@@ -69,7 +71,7 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
         count_items(
             0,
             1,
-            ix,
+            views,
             2,
             items.prefix,
             items.mask,
@@ -78,6 +80,7 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
             plan.rel_count,
             plan.rel_pos,
             plan.rel_kind,
+            plan.rel_view,
             plan.above,
             plan.below,
         )
@@ -85,7 +88,7 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
         lengths, values = propose_items(
             0,
             1,
-            ix,
+            views,
             loops,
             2,
             items.prefix,
@@ -94,6 +97,7 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
             items.min_count.astype(np.int64),
             plan.rel_pos,
             plan.rel_kind,
+            plan.rel_view,
             plan.above,
             plan.below,
             plan.differ,
@@ -101,7 +105,18 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
         )
         mask = ((1 << int(plan.rel_count[2])) - 1) & ~(1 << items.min_rel)
         kept, _ = intersect_items(
-            0, 1, ix, 2, items.prefix, mask.astype(np.int32), lengths, values, plan.rel_count, plan.rel_pos, plan.rel_kind
+            0,
+            1,
+            views,
+            2,
+            items.prefix,
+            mask.astype(np.int32),
+            lengths,
+            values,
+            plan.rel_count,
+            plan.rel_pos,
+            plan.rel_kind,
+            plan.rel_view,
         )
         return kept
 
