@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -125,80 +124,57 @@ class BiGJoin(Implementation):
             index = self.index
             ranks = index.loop_vertices if self.plan.loop[0] else np.arange(index.vertices)
             return len(ranks), Counters(1), ranks[:match_limit].reshape(-1, 1)
-        count, counters, found = self.extend([Extension(self.plan)], match_limit)
-        return count, counters, found[0]
+        return self.extend(match_limit)
 
-    def extend(self, extensions: list[Extension], match_limit: int) -> tuple[int, Counters, list[np.ndarray]]:
-        """Run Generic Join extensions to completion, batch by batch: one Spark job per batch, in which
-        every extension with work at the chosen level takes part. Returns the signed sum of their
-        counts, the counters and each extension's sample of matches."""
+    def extend(self, match_limit: int) -> tuple[int, Counters, np.ndarray]:
+        """Generic Join to completion, batch by batch: one Spark job per batch, at the level
+        `next_level` picks (the first job seeds level 0 from the index keys). Returns the count, the
+        counters and a sample of up to match_limit matches."""
         ctx, m = self.ctx, self.plan.m
         run_dir = str(self.index.root / f"run-{uuid.uuid4().hex[:8]}")
         tokens = exchange.routing_tokens(ctx.spark, ctx.workers)
-        batches = [self.batches_class(m, ctx.workers, self.budget) for _ in extensions]
+        batches = self.batches_class(m, ctx.workers, self.budget)
         counters = Counters(m)
-        found: list[list[np.ndarray]] = [[] for _ in extensions]
-        signed, job_id, first = 0, 0, True
-        level: int | None = extensions[0].first_level
+        found: list[np.ndarray] = []
+        job_id = 0
+        level: int | None = 0
         try:
             while level is not None:
-                jobs = [
-                    self.job_class(
-                        index_root=str(self.index.root),
-                        workers=ctx.workers,
-                        tokens=tokens,
-                        plan=ext.plan,
-                        level=level,
-                        budget=self.budget,
-                        queues=b.queues.get(level, [[] for _ in range(ctx.workers)]),
-                        consumed=b.consumed.get(level, [0] * ctx.workers),
-                        run_dir=run_dir,
-                        job_id=job_id,
-                        match_limit=match_limit,
-                        group=g,
-                        **self.job_args(),
-                        **ext.job_args,
-                    )
-                    for g, (ext, b) in enumerate(zip(extensions, batches))
-                    if first or max(b.remaining(level), default=0) > 0
-                ]
-                job = jobs[0] if len(jobs) == 1 else GroupJob(jobs)
+                job = self.job_class(
+                    index_root=str(self.index.root),
+                    workers=ctx.workers,
+                    tokens=tokens,
+                    plan=self.plan,
+                    level=level,
+                    budget=self.budget,
+                    queues=batches.queues.get(level, [[] for _ in range(ctx.workers)]),
+                    consumed=batches.consumed.get(level, [0] * ctx.workers),
+                    run_dir=run_dir,
+                    job_id=job_id,
+                    match_limit=match_limit,
+                    **self.job_args(),
+                )
                 result = run_job(ctx.spark, job)
-                counters.add(job, result, sum(b.queued_prefixes() for b in batches))
-                for sub in jobs:
-                    g, b = sub.group, batches[sub.group]
-                    if not first:
-                        b.advance(level)
-                    if level + 1 < m:
-                        b.add(level + 1, result.chunks(g))
-                    if g in result.matches:
-                        found[g].append(result.matches[g])
-                    signed += extensions[g].sign * result.of_group(g).total("counted")
+                counters.add(job, result, batches.queued_prefixes())
+                if level > 0:  # the seed job takes nothing from a queue
+                    batches.advance(level)
+                if level + 1 < m:
+                    batches.add(level + 1, result.chunks())
+                if result.matches:
+                    found.append(result.matches[job.group])
                 job_id += 1
-                first = False
                 level = next_level(batches)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
-        samples = [np.concatenate(f)[:match_limit] if f else np.zeros((0, m), np.int32) for f in found]
-        return signed, counters, samples
+        sample = np.concatenate(found)[:match_limit] if found else np.zeros((0, m), np.int32)
+        return counters.count, counters, sample
 
 
-@dataclass
-class Extension:
-    """One Generic Join run for the scheduler: its plan, its first level (0: seed from the index keys)
-    and the sign its count carries; job_args go to the job class (e.g. Delta-BiGJoin's seeds)."""
-
-    plan: ExtensionPlan
-    first_level: int = 0
-    sign: int = 1
-    job_args: dict = field(default_factory=dict)
-
-
-def next_level(batches: list[Batches]) -> int | None:
-    """BiGJoin's rule over several extensions: the deepest level where one has a full batch waiting,
-    else the deepest with any work."""
-    full = [j for b in batches for j in b.queues if b.full(j)]
-    some = [j for b in batches for j in b.queues if max(b.remaining(j), default=0) > 0]
+def next_level(batches: Batches) -> int | None:
+    """BiGJoin's rule: the deepest level with a full batch waiting (`Batches.full`), else the deepest
+    with any work; None when no work is left."""
+    full = [j for j in batches.queues if batches.full(j)]
+    some = [j for j in batches.queues if max(batches.remaining(j), default=0) > 0]
     return max(full) if full else max(some) if some else None
 
 

@@ -3,8 +3,9 @@
 1. Indices (`balanced_index`): a count index by hash(key), an extension-resolver index by
    hash(key, position) and a membership index by hash(src, dst), so no worker holds a whole list.
 2. Prefixes stay with the worker that holds them, as (p, min-i, start, end) ranges. Their lookups
-   travel instead, in request/answer round trips, and each worker sends one request per distinct
-   lookup key (Extension-Resolve, Intersect, Count aggregate identical keys locally).
+   travel instead, to the owners `ANSWERERS` names per operator, in request/answer round trips (the
+   stages `phases` lists), and each worker sends one request per distinct lookup key
+   (Extension-Resolve, Intersect, Count aggregate identical keys locally).
 3. Balance: after Count, each worker splits its total proposal work T into W ranges of about T/W,
    one for every worker (a prefix's list may be cut between workers).
 4. Batching: the deepest level where *every* worker has B' proposal work waiting.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import NamedTuple, cast
@@ -122,6 +124,23 @@ def phases(plan: ExtensionPlan, level: int) -> list[Phase]:
         if k < len(lookups):
             out.append(Phase(Role.ANSWER))
     return out if last else [*out, Phase(Role.QUEUE)]
+
+
+class Answerer(NamedTuple):
+    """Who answers one operator's lookups in BiGJoin-S, and how: the worker owning each lookup code,
+    and the Partition method that answers a batch of them there."""
+
+    owner: Callable[[np.ndarray, int], np.ndarray]  # (codes, workers) -> the answering worker of each
+    answer: Callable[[Partition, np.ndarray], np.ndarray]
+
+
+# BiGJoin-S's difference from BiGJoin in one table: a lookup travels to the owner of its entry in one
+# of the three balanced indices (BiGJoin instead moves the prefix to the owner of the key's lists).
+ANSWERERS = {
+    Operator.COUNT: Answerer(partition_of, Partition.counts),  # count index, by hash(key)
+    Operator.PROPOSE: Answerer(resolver_owner, Partition.resolve),  # resolver, by hash(key, position)
+    Operator.INTERSECT: Answerer(edge_owner, Partition.contains),  # membership, by hash(src, dst)
+}
 
 
 def _no_rows() -> np.ndarray:
@@ -258,12 +277,11 @@ class _BalancedStage(StageBase):
         for _kind, (op, requester, offset), arrays in data:
             codes = np.cumsum(arrays[0])  # sent as deltas of the sorted keys
             self.add("received_lookups", len(codes))
-            if op == Operator.PROPOSE:
-                answer = self.index.resolve(codes)
-            elif op == Operator.INTERSECT:  # only the hits go back: a lookup not named is a "no"
-                answer = np.flatnonzero(self.index.contains(codes)).astype(np.int32)
-            else:
-                answer = self.index.counts(codes.astype(np.int32)).ravel()
+            answer = ANSWERERS[op].answer(self.index, codes)
+            if op == Operator.INTERSECT:  # only the hits go back: a lookup not named is a "no"
+                answer = np.flatnonzero(answer).astype(np.int32)
+            elif op == Operator.COUNT:
+                answer = answer.ravel()
             tuples = len(answer) // (2 if op == Operator.COUNT else 1)
             if op != Operator.COUNT:  # resolved values (sorted within a list) and hit positions go as deltas too
                 answer = np.diff(answer, prepend=np.int32(0)).astype(np.int32)
@@ -332,12 +350,7 @@ class _BalancedStage(StageBase):
             self.add("count_lookups", len(codes))
         unique, inverse = np.unique(codes, return_inverse=True)
         self.add("lookups_aggregated", len(codes) - len(unique))
-        if lookup.operator == Operator.PROPOSE:
-            dest = resolver_owner(unique, w)
-        elif lookup.operator == Operator.INTERSECT:
-            dest = edge_owner(unique, w)
-        else:
-            dest = partition_of(unique, w)
+        dest = ANSWERERS[lookup.operator].owner(unique, w)
         state.lookup_dest, state.lookup_inverse = dest, inverse.ravel()
         self.add("sent_lookups", len(unique))
         for q, sel in exchange.by_destination(dest, w):

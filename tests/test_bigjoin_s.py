@@ -45,8 +45,8 @@ def test_batching_waits_until_every_worker_has_a_full_batch():
         batches.queues[2] = [[Chunk("c", 1, 6)], [Chunk("d", 1, 1)]]  # one worker full
         return batches
 
-    assert next_level([queues(Batches)]) == 2  # BiGJoin: some worker has B' waiting
-    assert next_level([queues(AllWorkersFull)]) == 1  # BiGJoin-S: every worker has B' waiting
+    assert next_level(queues(Batches)) == 2  # BiGJoin: some worker has B' waiting
+    assert next_level(queues(AllWorkersFull)) == 1  # BiGJoin-S: every worker has B' waiting
 
 
 @pytest.fixture(scope="module")
