@@ -13,9 +13,10 @@ from numba import njit
 from harness.query import in_query_order
 
 from .base import Implementation, Outcome, RunCancelled
+from .constants import INT32_MAX
 from .csr import build_csr, dense_vertices, intersect, vertex_ranks
-from .csr import contains as _contains
 from .csr import lower_bound as _lower_bound
+from .extension_kernels import admissible, value_bounds
 from .plan import ExtensionPlan
 
 
@@ -72,7 +73,7 @@ def generic_join(
     below,
     differ,
     loop,
-    loop_kind,
+    loops,
     limit,
     out,
     work,
@@ -86,12 +87,13 @@ def generic_join(
 
     Level j binds position j. rel_*[j, :rel_count[j]] are the relations (bound position, index) that
     bind it; above/below/differ[j, p] say the value must be >, < or != the one at position p; loop[j]
-    requires a self-loop, looked up in index loop_kind. offsets/values are (K, n + 1) and (K, *)
+    requires a self-loop (loops: the sorted vertices that have one). offsets/values are (K, n + 1) and (K, *)
     arrays of K indices, both C-contiguous; buf is (m, longest list) scratch (`scratch`). A level's
     candidates are the intersection of its lists from their lower bound on, smallest list first
     (csr.intersect: merge or gallop by size), or the previous level's candidates narrowed by its new
     lists; the last level is counted without being listed when no match is written. Adds candidates
-    examined to work[0] and list elements stepped over to work[1].
+    examined to work[0] and list elements stepped over to work[1]. Bounds and filters are the
+    BiGJoin kernels' (`value_bounds`, `admissible`), the intersection csr's, as BiGJoin's.
     It holds no Python objects and releases the GIL, so the harness's threads run beside it."""
     m = rel_count.shape[0]
     carry, extra, extra_count, checked = level_plan(rel_count, rel_pos, rel_kind, above, below, differ, loop)
@@ -99,6 +101,8 @@ def generic_join(
     flat, row = values.reshape(values.size), values.shape[1]  # index kind's lists start at kind * row
     cand, width = buf.reshape(buf.size), buf.shape[1]  # level j's buffer starts at j * width
     vals = np.zeros(m, dtype=np.int64)
+    prefix = vals.reshape(1, m)  # the bound values as the one prefix the shared kernels read
+    ceiling = np.full(m, INT32_MAX, dtype=np.int64)  # level j's upper bound (its `below` constraints)
     pos = np.zeros(m, dtype=np.int64)
     end = np.zeros(m, dtype=np.int64)
     begin = np.zeros(m, dtype=np.int64)
@@ -124,13 +128,7 @@ def generic_join(
         work[0] += 1
         ok = True
         if checked[j]:
-            for p in range(j):
-                if (below[j, p] and c >= vals[p]) or (differ[j, p] and c == vals[p]):
-                    ok = False
-                    break
-            if ok and loop[j]:
-                base = loop_kind * row
-                ok = _contains(flat, base + offsets[loop_kind, c], base + offsets[loop_kind, c + 1], c)
+            ok = c <= ceiling[j] and admissible(c, prefix, 0, j, differ, loop[j], loops)
         if not ok:
             pos[j] += 1
             continue
@@ -143,10 +141,7 @@ def generic_join(
             continue
         # Level nj's candidates: [lo, hi) of cand (from_buf) or of flat.
         nj = j + 1
-        floor = 0
-        for p in range(nj):
-            if above[nj, p]:
-                floor = max(floor, vals[p] + 1)
+        floor, ceiling[nj] = value_bounds(nj, prefix, 0, above, below)
         k_extra = extra_count[nj]
         for e in range(k_extra):  # the new lists, trimmed to the floor, in order of size
             r = extra[nj, e]
@@ -228,7 +223,7 @@ def warm_up() -> None:
         none,
         ~above,
         np.ones(3, np.bool_),
-        0,
+        np.zeros(0, np.int64),
         1,
         out,
         work,
@@ -248,7 +243,7 @@ def warm_up() -> None:
         none,
         none,
         np.zeros(3, np.bool_),
-        0,
+        np.zeros(0, np.int64),
         0,
         out,
         work,
@@ -277,7 +272,7 @@ class LocalGenericJoin(Implementation):
         self.plan = ExtensionPlan.from_spec(self.ctx.spec)
         self.plan.require_connected_order(self.ctx.spec)  # every position after the first is proposed by a relation
         p = self.plan
-        used = {int(k) for j in range(p.m) for k in p.rel_kind[j, : p.rel_count[j]]} | ({0} if p.loop.any() else set())
+        used = {int(k) for j in range(p.m) for k in p.rel_kind[j, : p.rel_count[j]]}
         s, d, ids = dense_vertices(*self.ctx.graph.edge_arrays())
         n = len(ids)
         undirected = self.ctx.spec.semantics == "undirected"
@@ -287,6 +282,7 @@ class LocalGenericJoin(Implementation):
         self.ids[rank] = ids
         self.degree[rank] = self.degree.copy()
         s, d = rank[s], rank[d]
+        self.loops = np.unique(s[s == d])  # sorted, as admissible looks them up
         if undirected:  # FORWARD lower rank -> higher, REVERSE back, BOTH every neighbour
             s, d = np.minimum(s, d), np.maximum(s, d)
         keys: dict[int, tuple[np.ndarray, np.ndarray]] = {
@@ -332,7 +328,7 @@ class LocalGenericJoin(Implementation):
                 p.below,
                 p.differ,
                 p.loop,
-                0,
+                self.loops,
                 limit,
                 out,
                 work,

@@ -254,9 +254,10 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
         early, late = np.searchsorted(ids, early), np.searchsorted(ids, late)
         n = len(ids)
         unpack_us = lap()
-        # One index per non-loop relation, keyed by its early attribute; all self-loops in one more.
-        index = [build_csr(early[relation == i], late[relation == i], n) for i in range(atoms)]
-        index.append(build_csr(early[relation >= atoms], late[relation >= atoms], n))
+        # One index per non-loop relation, keyed by its early attribute (a loop-only query reads none,
+        # but generic_join takes at least one); the self-loops as the sorted vertices that have one.
+        index = [build_csr(early[relation == i], late[relation == i], n) for i in range(max(atoms, 1))]
+        loops = np.unique(early[relation >= atoms])
         offsets = np.stack([o for o, _ in index])
         values = np.zeros((len(index), max(1, max(len(v) for _, v in index))), dtype=np.int64)
         for i, (_, v) in enumerate(index):
@@ -283,7 +284,7 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
             plan.below,
             plan.differ,
             plan.loop,
-            atoms,
+            loops,
             limit,
             out,
             work,
