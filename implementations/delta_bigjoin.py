@@ -7,9 +7,9 @@ What differs from BiGJoin, and where it lives:
 2. A batch runs one delta query dQ_i per query edge (atom) i and per sign: Generic Join over an
    attribute order that starts with atom i's two attributes, seeded at level 1 from the batch's net
    changes of that sign (`DeltaJob.start`). Atoms before i read the new view, atoms after i the old
-   one: `ExtensionPlan.from_spec(seed_atom=i)` sets those relations' `rel_view` to OLD, and the
-   stage hands the unchanged kernels both views (`extension_kernels.index_views`). So a match whose
-   edges change in the same batch is counted exactly once.
+   one: `ExtensionPlan.from_spec(seed_atom=i)` sets those relations' `rel_view` to OLD, which the
+   shared kernels pass to `list_ranges` (the only place that reads a view). So a match whose edges
+   change in the same batch is counted exactly once.
 3. All delta queries of a batch, every level of each, run in one Spark job with the index update
    (`apply_updates`): a `GroupJob` with the update as its prelude, each level starting at its
    `offset` and fed by the level before (`DeltaJob.window` with `feed`, `last_stage`).

@@ -6,10 +6,11 @@ Delta-BiGJoin): per key sorted values with a sign (+1 added, -1 removed). A rela
 FORWARD, REVERSE or BOTH; BOTH reads reverse ++ forward, which is sorted because reverse neighbours
 rank below the key and forward ones above it.
 
-The kernels take `views`, a pair of partitions, and read relation r of a level from
-views[rel_view[level, r]]. Which version of the index that is, is the caller's business
-(`index_views`): the kernels neither know nor care. A static index has no changes, so its two
-views are the same.
+Delta-BiGJoin reads some relations as the index was before the current update batch: the plan's
+rel_view[level, r] (CURRENT or OLD) is handed to `list_ranges`, which reads that view's pair of change
+rows. Nothing else in the kernels depends on versions, and a static index's changes are empty in
+both views. (A partition object per view, picked per lookup, measured 15% more kernel time on
+clique4: numba reference-counts the ten arrays of each picked partition.)
 
 A lookup is a binary search, so a probe into a hub's list costs log(degree), never a scan, and a
 prefix's count is the size of the sub-range its order constraints leave (above/below earlier values).
@@ -38,8 +39,8 @@ class Lists(NamedTuple):
 
 class Changes(NamedTuple):
     """Sorted keys with, per key, sorted changed values of its forward and reverse lists and their signs,
-    at offsets rows 0 (forward) and 1 (reverse). A stored overlay has two more rows, 2 and 3: the changes
-    before the current batch; `index_views` makes each pair of rows a view."""
+    at offsets rows 2 * view (forward) and 2 * view + 1 (reverse): view CURRENT, the changes up to the
+    current batch, and view OLD, those before it."""
 
     keys: np.ndarray
     offsets: np.ndarray
@@ -54,13 +55,6 @@ class IndexPartition(NamedTuple):
 
     lists: Lists
     changes: Changes
-
-
-def index_views(ix: IndexPartition) -> tuple[IndexPartition, IndexPartition]:
-    """(CURRENT, OLD): ix with the changes up to the current update batch, and before it."""
-    lists, changes = ix
-    current = IndexPartition(lists, changes._replace(offsets=changes.offsets[:2]))
-    return current, IndexPartition(lists, changes._replace(offsets=changes.offsets[2:]))
 
 
 class Span(NamedTuple):
@@ -121,18 +115,18 @@ def _signed(sign, start, end):
 
 
 @njit(cache=True)
-def list_ranges(ix, kind, k, lo, hi):
-    """k's list of relation `kind` restricted to [lo, hi], as a ListSpan."""
+def list_ranges(ix, view, kind, k, lo, hi):
+    """k's list of relation `kind` in index view `view`, restricted to [lo, hi], as a ListSpan."""
     lists, changes = ix.lists, ix.changes
     rbs = rbe = rcs = rce = fbs = fbe = fcs = fce = nr = nf = 0
     if lo <= hi:
         if kind != FORWARD:
             rbs, rbe = _bounds(lists.keys, lists.offsets, lists.reverse, 1, k, lo, hi)
-            rcs, rce = _bounds(changes.keys, changes.offsets, changes.reverse, 1, k, lo, hi)
+            rcs, rce = _bounds(changes.keys, changes.offsets, changes.reverse, 2 * view + 1, k, lo, hi)
             nr = rbe - rbs + _signed(changes.reverse_sign, rcs, rce)
         if kind != REVERSE:
             fbs, fbe = _bounds(lists.keys, lists.offsets, lists.forward, 0, k, lo, hi)
-            fcs, fce = _bounds(changes.keys, changes.offsets, changes.forward, 0, k, lo, hi)
+            fcs, fce = _bounds(changes.keys, changes.offsets, changes.forward, 2 * view, k, lo, hi)
             nf = fbe - fbs + _signed(changes.forward_sign, fcs, fce)
     return ListSpan(Span(rbs, rbe, rcs, rce, nr), Span(fbs, fbe, fcs, fce, nf))
 
@@ -213,7 +207,7 @@ def filter_candidates(level, prefix, item, values, above, below, differ, need_lo
 
 
 @njit(cache=True)
-def count_items(p, workers, views, level, prefix, mask, min_rel, min_count, rel_count, rel_pos, rel_kind, rel_view, above, below):
+def count_items(p, workers, ix, level, prefix, mask, min_rel, min_count, rel_count, rel_pos, rel_kind, rel_view, above, below):
     """Count: for every relation still in `mask` whose key this worker owns, look up the number of
     extensions and keep the smallest (ties to the lower relation). Returns the number of lookups."""
     lookups = 0
@@ -227,7 +221,7 @@ def count_items(p, workers, views, level, prefix, mask, min_rel, min_count, rel_
                 k = prefix[i, rel_pos[level, r]]
                 if owner(k, workers) != p:
                     continue
-                span = list_ranges(views[rel_view[level, r]], rel_kind[level, r], k, lo, hi)
+                span = list_ranges(ix, rel_view[level, r], rel_kind[level, r], k, lo, hi)
                 c = span.reverse.size + span.forward.size
                 lookups += 1
                 if c < min_count[i] or (c == min_count[i] and r < min_rel[i]):
@@ -239,7 +233,7 @@ def count_items(p, workers, views, level, prefix, mask, min_rel, min_count, rel_
 
 @njit(cache=True)
 def propose_items(
-    p, workers, views, loops, level, prefix, min_rel, first, last, rel_pos, rel_kind, rel_view, above, below, differ, loop
+    p, workers, ix, loops, level, prefix, min_rel, first, last, rel_pos, rel_kind, rel_view, above, below, differ, loop
 ):
     """Propose: positions [first, last) of each prefix's smallest list, minus candidates that an
     inequality or a required self-loop rules out. Returns (lengths, candidates)."""
@@ -256,8 +250,7 @@ def propose_items(
         if owner(k, workers) != p:
             raise ValueError("a prefix is queued away from its proposing relation's worker")
         lo, hi = value_bounds(level, prefix, i, above, below)
-        ix = views[rel_view[level, r]]
-        span = list_ranges(ix, rel_kind[level, r], k, lo, hi)
+        span = list_ranges(ix, rel_view[level, r], rel_kind[level, r], k, lo, hi)
         lists, changes = ix.lists, ix.changes
         start = w
         w, _t = _emit(
@@ -335,7 +328,7 @@ def _narrow(ix, span, kind, k, cands, src, n, dst, work):
 
 
 @njit(cache=True)
-def intersect_items(p, workers, views, level, prefix, mask, lengths, values, rel_count, rel_pos, rel_kind, rel_view):
+def intersect_items(p, workers, ix, level, prefix, mask, lengths, values, rel_count, rel_pos, rel_kind, rel_view):
     """Intersect: narrow each item's candidates by every relation in `mask` whose key this worker
     owns, with the adaptive intersection of csr (merge, or gallop when one side is much smaller).
     Compacts `values` in place; returns (kept, probes): a probe is a candidate tested against one
@@ -354,8 +347,7 @@ def intersect_items(p, workers, views, level, prefix, mask, lengths, values, rel
             k = prefix[i, rel_pos[level, r]]
             if mk & (1 << r) and owner(k, workers) == p:
                 local |= 1 << r
-                ix = views[rel_view[level, r]]
-                span = list_ranges(ix, BOTH, k, 0, INT32_MAX)
+                span = list_ranges(ix, rel_view[level, r], BOTH, k, 0, INT32_MAX)
                 probes += kept
                 kept = _narrow(ix, span, rel_kind[level, r], k, values, src, kept, write, work)
                 src = write

@@ -8,8 +8,8 @@ answers, and so what travels, is the variant's choice:
   bigjoin, delta-bigjoin  the worker that owns the key: prefixes travel to it (`Stage` below);
   bigjoin-s               the owners of the resolver, membership and count entries: lookups travel
                           to them and prefixes stay (`bigjoin_s`).
-Which version of the index a lookup reads (delta-bigjoin's old and new views) is a view the stage
-hands the kernels (`index_views`), chosen per relation by the plan's `rel_view`.
+Which version of the index a lookup reads (delta-bigjoin's old and new views) is the plan's
+`rel_view` of its relation, which the kernels hand to `list_ranges`.
 
 One Spark job extends one batch at level j, where the prefixes wait in per-worker queues at the
 worker of their proposing relation (the paper's (p, min-c, min-i, rem-ext) quadruples):
@@ -44,7 +44,6 @@ from .extension_kernels import (
     IndexPartition,
     count_items,
     gather_lists,
-    index_views,
     intersect_items,
     next_owner,
     propose_items,
@@ -473,7 +472,6 @@ class Stage(StageBase):
         super().__init__(job, stage, p)
         with self.clock("io_us"):
             self.ix, self.loops = job.load_index(p)
-        self.views = index_views(self.ix)
 
     def propose(self, window: tuple) -> Candidates:
         """Candidates for the positions [first, last) of the window's queued prefixes' smallest lists."""
@@ -483,7 +481,7 @@ class Stage(StageBase):
             lengths, values = propose_items(
                 self.p,
                 job.workers,
-                self.views,
+                self.ix,
                 self.loops,
                 j,
                 items.prefix,
@@ -511,7 +509,7 @@ class Stage(StageBase):
             kept, probes = intersect_items(
                 self.p,
                 job.workers,
-                self.views,
+                self.ix,
                 job.level,
                 cands.prefix,
                 cands.mask,
@@ -536,7 +534,7 @@ class Stage(StageBase):
             lookups = count_items(
                 self.p,
                 job.workers,
-                self.views,
+                self.ix,
                 job.level + 1,
                 prefixes.prefix,
                 prefixes.mask,

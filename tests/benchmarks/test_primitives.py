@@ -13,7 +13,6 @@ from harness.query import load_query, make_join_spec
 from implementations import distributed_index
 from implementations.extension_kernels import (
     count_items,
-    index_views,
     intersect_items,
     propose_items,
 )
@@ -60,7 +59,6 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
     """Extend every edge (a1 < a2) to triangles at one worker: Count, Propose, then Intersect."""
     index = distributed_index.build(spark, relation, True, 1)
     ix, loops = distributed_index.load_partition(str(index.root), 0)
-    views = index_views(ix)
     query, options = load_query("triangle")
     plan = ExtensionPlan.from_spec(make_join_spec(query, "undirected", None, **options))
     keys, offsets, forward = np.asarray(ix.lists.keys), np.asarray(ix.lists.offsets), np.asarray(ix.lists.forward)
@@ -71,7 +69,7 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
         count_items(
             0,
             1,
-            views,
+            ix,
             2,
             items.prefix,
             items.mask,
@@ -88,7 +86,7 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
         lengths, values = propose_items(
             0,
             1,
-            views,
+            ix,
             loops,
             2,
             items.prefix,
@@ -107,7 +105,7 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
         kept, _ = intersect_items(
             0,
             1,
-            views,
+            ix,
             2,
             items.prefix,
             mask.astype(np.int32),
