@@ -349,7 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 0 even if nothing independent checked the count (the result still says UNVERIFIED)",
     )
-    run.add_argument("--oracle-timeout", type=float, default=600.0)
+    run.add_argument(
+        "--oracle-timeout",
+        type=float,
+        default=600.0,
+        help="seconds each oracle may take; one that runs longer is killed and the count stays unverified by it",
+    )
     run.add_argument("--timeout", type=float, default=None, help="seconds for index + query before TIM")
     run.add_argument("--order", default=None, help="attribute order, e.g. a1,a2,a3")
     _add_param_flags(run)
