@@ -9,12 +9,17 @@ import sys
 root = sys.argv[1] if len(sys.argv) > 1 else "/tmp/perf/out"
 times = collections.defaultdict(lambda: collections.defaultdict(list))
 counts = collections.defaultdict(set)
+logical = collections.defaultdict(dict)  # (implementation, query) -> side -> the first trial's logical counters
 for path in sorted(glob.glob(f"{root}/*/*.json")):
     record = json.load(open(path))
-    if "metrics" not in record or "implementation" not in record:
+    if "implementation" not in record:
         continue
     side = path.split("/")[-2].split("-")[0]
     query = record["query"]["name"] if isinstance(record["query"], dict) else record["query"]
+    if "logical" in record:
+        logical[(record["implementation"], query)].setdefault(side, json.dumps(record["logical"], sort_keys=True))
+    if "metrics" not in record:
+        continue
     key = (record["implementation"], query, record["dataset"] if isinstance(record["dataset"], str) else record["dataset"].get("name"))
     times[key][side].append(record["metrics"]["query_s"])
     counts[key].add(record["count"])
@@ -30,14 +35,6 @@ for key, sides in times.items():
         f"{', '.join(f'{t:.2f}' for t in old)} | {', '.join(f'{t:.2f}' for t in new)} |"
     )
 print("counts:", {f"{k[0]} {k[1]} {k[2]}": sorted(v) for k, v in counts.items()})
-logical = collections.defaultdict(dict)
-for path in sorted(glob.glob(f"{root}/*/*.json")):
-    record = json.load(open(path))
-    if "logical" not in record or "implementation" not in record:
-        continue
-    side = path.split("/")[-2].split("-")[0]
-    query = record["query"]["name"] if isinstance(record["query"], dict) else record["query"]
-    logical[(record["implementation"], query)].setdefault(side, json.dumps(record["logical"], sort_keys=True))
 for key, sides in logical.items():
     if len(sides) == 2:
         print("logical counters", key, "identical" if sides["before"] == sides["new"] else "DIFFER")

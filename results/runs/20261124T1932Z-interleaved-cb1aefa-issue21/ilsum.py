@@ -4,6 +4,7 @@ from collections import defaultdict
 root = sys.argv[1]
 rows = defaultdict(list)  # (side, trial index) -> [(pair, query_s, kernel, pack, io)]
 counts = set()
+logical = defaultdict(set)  # (side, trial index) -> the logical counters of those runs (trial 1 builds the index)
 for side in ("before", "new"):
     for d in sorted(glob.glob(f"{root}/{side}-*")):
         pair = int(d.rsplit("-", 1)[1])
@@ -13,7 +14,11 @@ for side in ("before", "new"):
             clocks = m.get("time_breakdown", {}).get("query", {}).get("python_task_s", {})
             rows[(side, t)].append((pair, m["query_s"], clocks.get("kernel"), clocks.get("pack"), clocks.get("io")))
             counts.add(r["count"])
+            logical[(side, t)].add(json.dumps(r["logical"], sort_keys=True))
 print("counts", counts)
+positions = sorted({t for _, t in logical})
+same = all(len(logical[("before", t)]) == 1 and logical[("before", t)] == logical[("new", t)] for t in positions)
+print("logical counters", "identical on both sides at every trial position" if same else "DIFFER")
 trials = sorted({t for _, t in rows})
 for t in trials:
     b, n = rows[("before", t)], rows[("new", t)]
