@@ -14,7 +14,7 @@ GATE_TIMING ?= binding
 MICRO := $(PY) -m pytest -q -p no:cacheprovider tests/benchmarks --benchmark-enable --benchmark-only \
          --benchmark-storage=results/baselines/micro --benchmark-sort=name
 
-.PHONY: lint ruff bench test test-thorough test-cluster gate baseline report java venv clean-cache cluster-up cluster-down
+.PHONY: lint ruff bench test test-thorough test-cluster gate baseline report history java venv clean-cache cluster-up cluster-down
 
 java:
 	@$(PYTHON) harness/check_java.py
@@ -75,6 +75,12 @@ baseline: java $(STAMP)
 
 report: $(STAMP)
 	$(PY) -m harness report
+
+# Spark's History Server (from the pyspark package) on 127.0.0.1:$(HISTORY_PORT) over results/eventlogs/,
+# where every session writes its compressed event log (capped at HARNESS_EVENTLOG_CAP_MB, default 1024).
+HISTORY_PORT ?= 18080
+history: java $(STAMP)
+	$(PY) -m harness history --port $(HISTORY_PORT)
 
 clean-cache:
 	rm -rf .cache

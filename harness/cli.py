@@ -1,5 +1,5 @@
-"""Command line: `python -m harness run ...`, `bench WORKLOAD`, `baseline`, `gate`, `report`, `compare`,
-`datasets` and `cluster`.
+"""Command line (`subgraph-harness`, or `python -m harness`): `run ...`, `bench WORKLOAD`, `baseline`, `gate`,
+`report`, `compare`, `history`, `datasets` and `cluster`.
 run and bench exit 0 only if every run is OK (UNVERIFIED too with --allow-unverified or the workload's
 allow_unverified, TIM too where the workload's expected_timeouts name the implementation), 2 otherwise
 (bad input included, with a one-line error); gate exits 0 on a pass, 1 on a regression and 2 on a
@@ -16,7 +16,16 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
 
 from . import plots
 from .errors import DataError, HarnessError
@@ -113,6 +122,17 @@ def _checked_workload(name: str, tier: str | None, trials: int | None = None):
     return wl
 
 
+class _LiveColumn(ProgressColumn):
+    """The current run's phase, level and batches (BiGJoin family), elapsed time and Spark UI address."""
+
+    def __init__(self, runner):
+        super().__init__()
+        self.runner = runner
+
+    def render(self, task) -> Text:
+        return Text(self.runner.live_status(), style="cyan")
+
+
 def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
     """Run every request of a workload, writing each record to out_dir as it completes."""
     from .runner import Runner
@@ -121,12 +141,20 @@ def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
     runner = Runner(master, wl.workers[0])
     records = []
     console.print(f"[bold]{wl.name}[/] ({wl.tier} tier): {len(requests)} runs -> {out_dir}")
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=20),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        _LiveColumn(runner),
+    )
+    # The live display only on a terminal: a log (CI) gets one line per finished run.
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task(wl.name, total=len(requests))
         for i, req in enumerate(requests, start=1):
             label = f"[{i}/{len(requests)}] {req.impl} {_query_label(req.query)} on {req.dataset} ({req.semantics}, W={req.workers}, trial {req.trial + 1})"
-            progress.update(task, description=label)
+            progress.update(task, description=f"[{i}/{len(requests)}] {req.impl} {_query_label(req.query)}")
             record = runner.run(req)
             records.append(record)
             name = f"{i:03d}-{_slug(req.impl)}-{_slug(str(record['query'].get('name')))}-{_slug(str(record['dataset'].get('name')))}-w{req.workers}-t{req.trial}.json"
@@ -160,6 +188,15 @@ def _swap_in_real_graphs(wl, from_path: Path) -> None:
     console.print(f"--from {from_path}: " + ", ".join(swapped))
 
 
+def _print_contests(records: list[dict]) -> None:
+    """The bench's last word: per case, the implementations side by side and who won."""
+    from . import contest
+
+    for case in contest.cases(records):
+        console.print(contest.table(case))
+        console.print(contest.winner_sentence(case), soft_wrap=True)
+
+
 def cmd_bench(args) -> int:
     wl = _checked_workload(args.workload, args.tier, args.trials)
     wl.allow_unverified = wl.allow_unverified or args.allow_unverified
@@ -167,17 +204,21 @@ def cmd_bench(args) -> int:
         _swap_in_real_graphs(wl, Path(args.from_path))
     out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-{_slug(wl.name)}"
     records = _execute(wl, args.master, out_dir)
-    console.print(results_table(records, f"{wl.name} ({wl.tier} tier)"))
-    for extra in (
-        logical_table(records, "logical counters (MPC model)"),
-        shares_table(records, "Shares grid"),
-        balance_table(records, "per-worker balance (BiGJoin family)"),
-        delta_table(records, "delta throughput by batch size (Figure 6)"),
-    ):
-        if extra is not None:
-            console.print(extra)
-    for line in summary_lines(records):
-        console.print(line)
+    if args.wide:  # every column of every run, and the detail tables
+        console.print(results_table(records, f"{wl.name} ({wl.tier} tier)"))
+        for extra in (
+            logical_table(records, "logical counters (MPC model)"),
+            shares_table(records, "Shares grid"),
+            balance_table(records, "per-worker balance (BiGJoin family)"),
+        ):
+            if extra is not None:
+                console.print(extra)
+        for line in summary_lines(records):
+            console.print(line)
+    delta = delta_table(records, "delta throughput by batch size (Figure 6)")
+    if delta is not None:
+        console.print(delta)
+    _print_contests(records)
     for plot in (
         plots.shares_w_sweep(records, out_dir / "shares-w-sweep.png"),
         plots.skew_crossover(records, out_dir / "skew-crossover.png"),
@@ -248,8 +289,17 @@ def cmd_report(args) -> int:
 
     page = report.build(Path(args.runs), Path(args.out))
     pngs = sorted(p.name for p in page.parent.glob("*.png"))
-    console.print(f"report: {page} ({len(pngs)} plots: {', '.join(pngs)})")
+    console.print(f"report: {page} ({len(pngs)} plots: {', '.join(pngs)}); open {page.with_suffix('.html')} in a browser")
     return 0
+
+
+def cmd_history(args) -> int:
+    from . import history
+
+    directory = Path(args.dir).resolve() if args.dir else history.log_dir()
+    if directory is None:
+        raise DataError(f"history: {history.SETTING} is set empty, so no event logs are written; pass --dir")
+    return history.serve(directory, args.port, console.print)
 
 
 def cmd_cluster(args) -> int:
@@ -332,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import compare
 
-    p = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    p = argparse.ArgumentParser(prog="subgraph-harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--master", default=None, help="Spark master URL (default: $SPARK_MASTER or local[*])")
@@ -366,6 +416,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--tier", default=None, help="a tier defined in the workload (default: its base settings)")
     bench.add_argument("--results", default=None, help="directory for the run files")
     bench.add_argument("--trials", type=int, default=None, help="override the workload's trials")
+    bench.add_argument(
+        "--wide",
+        action="store_true",
+        help="also every column of every run, the logical counters, Shares' grid, per-worker balance and time breakdowns",
+    )
     bench.add_argument(
         "--allow-unverified",
         action="store_true",
@@ -423,10 +478,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gt.set_defaults(fn=cmd_gate)
 
-    rep = sub.add_parser("report", help="tables and plots of the recorded runs (Markdown page + PNG)")
+    rep = sub.add_parser(
+        "report", help="tables and plots of the recorded runs (Markdown page + PNG, and one self-contained HTML page)"
+    )
     rep.add_argument("--runs", default=str(RESULTS_DIR / "runs"), help="directory of run directories")
-    rep.add_argument("--out", default=str(RESULTS_DIR / "report"), help="where index.md and the plots go")
+    rep.add_argument("--out", default=str(RESULTS_DIR / "report"), help="where index.md, index.html and the plots go")
     rep.set_defaults(fn=cmd_report)
+
+    hs = sub.add_parser(
+        "history",
+        help="Spark's History Server on 127.0.0.1 over the runs' event logs (until Ctrl-C)",
+    )
+    hs.add_argument("--dir", default=None, help="event log directory (default: $HARNESS_EVENTLOG_DIR, else results/eventlogs)")
+    hs.add_argument("--port", type=int, default=18080, help="the History Server's port on 127.0.0.1")
+    hs.set_defaults(fn=cmd_history)
 
     cl = sub.add_parser(
         "cluster",
@@ -512,5 +577,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def entry_point() -> int:
+    """`subgraph-harness` and `python -m harness`: main, then stop the Spark session, so its event log
+    is complete (not left .inprogress) for the History Server."""
+    from .spark import stop_session
+
+    try:
+        return main()
+    finally:
+        stop_session()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry_point())

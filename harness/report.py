@@ -1,4 +1,5 @@
-"""`python -m harness report`: the runs recorded under results/runs as one Markdown page with PNG plots:
+"""`python -m harness report`: the runs recorded under results/runs as one Markdown page with PNG plots
+(and the same page as self-contained HTML, index.html, plots embedded):
 time and communication per implementation for each workload, the per-worker load, the batch-size
 sweep, the W sweep and delta throughput. For every workload and run (implementation, query, dataset,
 semantics, W, parameters), the newest run directory that has it wins."""
@@ -9,7 +10,7 @@ import json
 import statistics
 from pathlib import Path
 
-from . import plots
+from . import html_page, plots
 from .gate import run_key
 from .tables import communication, delta_rows
 
@@ -299,6 +300,7 @@ def build(runs_dir: Path, out_dir: Path) -> Path:
         lines += ["No recorded comparisons.", ""]
     page = out_dir / "index.md"
     page.write_text("\n".join(lines) + "\n")
+    html_page.write(page)  # the same page, self-contained, for a browser
     return page
 
 

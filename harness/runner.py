@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import datasets, dynamic, recompute, results, store, updates
+from . import datasets, dynamic, history, recompute, results, store, updates
 from . import spark as spark_factory
 from .errors import DataError, ExecutionError, HarnessError, RunTimeout
 from .memory import MemorySampler
@@ -98,6 +98,7 @@ def _new_record(req: RunRequest) -> dict:
         "dataset": {"name": req.dataset},
         "implementation": req.impl,
         "params": {"workers": req.workers, **req.params},
+        "timeout_s": req.timeout_s,
         "status": None,
         "error": None,
         "allow_unverified": req.allow_unverified,
@@ -163,6 +164,7 @@ class Runner:
         self._graphs: dict[tuple[str, str, str], tuple[datasets.Graph, float]] = {}
         self._arrangements: dict[tuple[str, str, str], dict] = {}  # indices built per graph, shared by runs
         self._oracle_answers: dict = {}  # an oracle's answer on a graph serves every implementation run on it
+        self.live: dict = {}  # the current run's phase and progress, for a live display (`live_status`)
 
     @property
     def spark(self):
@@ -196,11 +198,15 @@ class Runner:
         """One run as short steps (gapbs's BenchmarkKernel): check, load, timed prepare and count,
         measure, verify. Every failure becomes a status in the record, which is always complete."""
         run = _Run(req, time.perf_counter(), _new_record(req))
+        self.live = {"phase": "check", "started": run.started, "progress": {}}
         try:
             plan = self._check(run)
+            self.live["phase"] = "load"
             loaded = self._load(run, plan)
+            self.live["progress"] = loaded.impl.ctx.progress
             window_start, outcome = self._prepare_and_count(run, plan, loaded)
             self._measure(run, outcome, window_start)
+            self.live["phase"] = "verify"
             self._verify(run, plan, loaded)
         except HarnessError as exc:
             run.record["status"] = exc.status
@@ -215,7 +221,28 @@ class Runner:
             if run.workdir is not None:
                 shutil.rmtree(run.workdir, ignore_errors=True)
         self._finish(run)
+        self.live = {}
         return run.record
+
+    def live_status(self) -> str:
+        """One line on the current run: its phase, how far it has got (the BiGJoin family: level and
+        batches), its elapsed time and the Spark UI's address while the session is up."""
+        live = self.live
+        if not live:
+            return ""
+        parts = [live["phase"]]
+        progress = live.get("progress") or {}
+        if "level" in progress:
+            parts.append(f"level {progress['level']}")
+        if "batches_done" in progress:
+            parts.append(
+                f"batch {progress['batches_done'] + 1} of ~{max(progress.get('batches_estimate', 0), progress['batches_done'] + 1)}"
+            )
+        parts.append(f"{time.perf_counter() - live['started']:.0f} s")
+        url = self._spark.sparkContext.uiWebUrl if self._spark is not None else None
+        if url:
+            parts.append(f"Spark UI {url}")
+        return " · ".join(parts)
 
     def _check(self, run: _Run) -> _Plan:
         """Check every name and parameter of the request before Spark starts; resolve the join spec."""
@@ -262,6 +289,7 @@ class Runner:
             "master": spark.sparkContext.master,
             "version": spark.version,
             "app_id": spark.sparkContext.applicationId,
+            "event_log": history.event_log_of(spark),  # `make history` serves it
         }
         graph, load_s, reused = self.graph(source, req.semantics, req.workers)
         record["dataset"] = graph.describe()
@@ -289,7 +317,9 @@ class Runner:
         window_start = time.time()
         with MemorySampler(self.spark) as memory:
             metrics["memory"] = memory  # its report replaces it once it has stopped
+            self.live["phase"] = "index"
             index_s, _ = self.timed(f"{run.run_id}:index", impl.prepare, deadline, impl.ctx.cancelled)
+            self.live["phase"] = "query"
             query_s, outcome = self.timed(f"{run.run_id}:query", impl.count, deadline, impl.ctx.cancelled)
             metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=impl.index_reused)
             metrics["wall_s"] = round(time.perf_counter() - run.started, 4)

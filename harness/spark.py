@@ -7,7 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import check_java, store
+from . import check_java, history, store
 from .errors import DataError, ExecutionError
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -81,6 +81,8 @@ def get_session(master: str | None = None, workers: int = 2):
         # Include the Python workers' resident memory in the executor peaks.
         .config("spark.executor.processTreeMetrics.enabled", "true")
     )
+    for key, value in history.session_config().items():  # the event log `make history` serves
+        builder = builder.config(key, value)
     if on_loopback(master):
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     if not is_local(master):

@@ -13,12 +13,12 @@ def fmt_int(v) -> str:
     return f"{v:,}" if isinstance(v, int) else ("-" if v is None else str(v))
 
 
-def _fmt_bytes(v) -> str:
+def fmt_bytes(v) -> str:
     if not v:
         return "0" if v == 0 else "-"
     for unit in ("B", "KiB", "MiB", "GiB"):
         if v < 1024:
-            return f"{v:.0f} {unit}"
+            return f"{v:.1f} {unit}" if v < 10 and unit != "B" else f"{v:.0f} {unit}"
         v /= 1024
     return f"{v:.1f} TiB"
 
@@ -41,7 +41,7 @@ def _memory_cell(memory: dict) -> str:
     if not memory:
         return "-"
     return " / ".join(
-        _fmt_bytes(memory.get(f"{k}_peak_bytes")) for k in ("driver_python_rss", "driver_jvm_rss", "jvm_child_python_rss")
+        fmt_bytes(memory.get(f"{k}_peak_bytes")) for k in ("driver_python_rss", "driver_jvm_rss", "jvm_child_python_rss")
     )
 
 
@@ -88,9 +88,9 @@ def results_table(records: list[dict], title: str) -> Table:
             fmt_int(m.get("shuffle_records")),
             fmt_int(m.get("rounds")),
             f"{m.get('max_task_records', 0):,} / {m.get('mean_task_records', 0):,.0f} ({skew:.2f}x)" if skew else "-",
-            _fmt_bytes(m.get("peak_exec_memory_bytes")),
+            fmt_bytes(m.get("peak_exec_memory_bytes")),
             _memory_cell(m.get("memory") or {}),
-            _fmt_bytes(m.get("spill_bytes")),
+            fmt_bytes(m.get("spill_bytes")),
         )
     return table
 
@@ -312,7 +312,7 @@ def balance_table(records: list[dict], title: str) -> Table | None:
             f"{spark_skew:.2f}" if spark_skew else "-",
             f"{lg['index'].get('entries_max_over_mean') or 0:.2f}",
             fmt_int(lg["tuples_exchanged"]),
-            _fmt_bytes(sum(x["bytes"] for x in m.get("per_round", []) if x.get("phase") == "query")),
+            fmt_bytes(sum(x["bytes"] for x in m.get("per_round", []) if x.get("phase") == "query")),
             f"{(m.get('index_s') or 0) + (m.get('query_s') or 0):.2f}",
         )
     return table

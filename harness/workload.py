@@ -60,7 +60,8 @@ class Workload:
     allow_unverified: bool = (
         False  # UNVERIFIED runs exit 0 (still labelled); never for the gate or a figure in README.md, docs/, results/README.md
     )
-    expected_timeouts: list[str] = field(default_factory=list)  # implementations whose TIM is an expected result
+    # Implementations whose TIM is an expected result, each with its own timeout (None: timeout_s).
+    expected_timeouts: dict[str, float | None] = field(default_factory=dict)
     spark_floor: bool = False  # time empty Spark jobs shaped like each run's query (Spark's floor)
 
     def requests(self) -> list[RunRequest]:
@@ -81,7 +82,7 @@ class Workload:
                         workers=workers,
                         semantics=semantics,
                         oracle=self.oracle,
-                        timeout_s=self.timeout_s,
+                        timeout_s=self.expected_timeouts.get(impl) or self.timeout_s,
                         oracle_timeout_s=self.oracle_timeout_s,
                         params={**fixed, **grid},
                         attribute_order=tuple(self.attribute_order) if self.attribute_order else None,
@@ -210,7 +211,7 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
     if not isinstance(spark_floor, bool):
         raise DataError(f"{path}: key 'spark_floor' must be true or false, got {spark_floor!r}")
     implementations = _as_list(data, "implementations", path, str)
-    expected_timeouts = _as_list(data, "expected_timeouts", path, str, required=False)  # a tier may run none of them
+    expected_timeouts = _expected_timeouts(data, path)
     return Workload(
         name=str(data.get("name") or path.stem),
         path=path,
@@ -233,6 +234,20 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         expected_timeouts=expected_timeouts,
         spark_floor=spark_floor,
     )
+
+
+def _expected_timeouts(data: dict, path: Path) -> dict[str, float | None]:
+    """`expected_timeouts`: a list of implementations (timed out at timeout_s), or a mapping from each to
+    its own timeout in seconds. A tier may run none of them."""
+    value = data.get("expected_timeouts")
+    if not isinstance(value, dict):
+        return dict.fromkeys(_as_list(data, "expected_timeouts", path, str, required=False))
+    out: dict[str, float | None] = {}
+    for impl, seconds in value.items():
+        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds <= 0:
+            raise DataError(f"{path}: key 'expected_timeouts.{impl}' must be a positive number of seconds, got {seconds!r}")
+        out[str(impl)] = float(seconds)
+    return out
 
 
 def _stream_text(spec, path: Path, key: str) -> str:

@@ -32,6 +32,12 @@ class RunContext:
     # Set by the harness at a run's deadline. Spark jobs are cancelled through their job group; work
     # on the driver (local-gj's kernel) checks this between slices and raises RunCancelled.
     cancelled: threading.Event = field(default_factory=threading.Event)
+    # How far the run has got, for the harness's live display (e.g. level, batches_done,
+    # batches_estimate); written by the implementation's driver thread, read by the display.
+    progress: dict = field(default_factory=dict)
+
+    def report(self, **fields) -> None:
+        self.progress.update(fields)
 
     @property
     def edges(self) -> DataFrame:

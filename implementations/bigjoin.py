@@ -67,6 +67,10 @@ class Batches:
                 os.remove(queue.pop(0).path)
             self.consumed[level][p] = done
 
+    def queued_batches(self) -> int:
+        """At least how many more batches the queued work needs (deeper levels will add more)."""
+        return sum(-(-max(self.remaining(j), default=0) // self.budget) for j in self.queues)
+
     def queued_prefixes(self) -> int:
         return sum(c.rows for qs in self.queues.values() for q in qs for c in q)
 
@@ -154,6 +158,7 @@ class BiGJoin(Implementation):
                     match_limit=match_limit,
                     **self.job_args(),
                 )
+                ctx.report(level=level, batches_done=job_id, batches_estimate=job_id + 1 + batches.queued_batches())
                 result = run_job(ctx.spark, job)
                 counters.add(job, result, batches.queued_prefixes())
                 if level > 0:  # the seed job takes nothing from a queue
@@ -164,6 +169,7 @@ class BiGJoin(Implementation):
                     found.append(result.matches[job.group])
                 job_id += 1
                 level = next_level(batches)
+                ctx.report(batches_done=job_id, batches_estimate=job_id + batches.queued_batches())
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         sample = np.concatenate(found)[:match_limit] if found else np.zeros((0, m), np.int32)

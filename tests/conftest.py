@@ -10,6 +10,8 @@ import pytest
 _CACHE = tempfile.mkdtemp(prefix="harness-test-store-")
 os.environ["HARNESS_STORE"] = _CACHE
 os.environ.pop("HARNESS_CACHE", None)
+_EVENTLOGS = tempfile.mkdtemp(prefix="harness-test-eventlogs-")  # not the user's results/eventlogs
+os.environ["HARNESS_EVENTLOG_DIR"] = _EVENTLOGS
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("HARNESS_SHARED", REPO.parent / "shared"))
@@ -23,6 +25,7 @@ def spark():
     yield session
     factory.stop_session()
     shutil.rmtree(_CACHE, ignore_errors=True)
+    shutil.rmtree(_EVENTLOGS, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -71,4 +71,9 @@ def test_bench_runs_a_workload_end_to_end(tmp_path):
         record = json.loads(f.read_text())
         assert record["status"] == "OK" and record["verified"] and record["workload"] == "mini"
         assert record["metrics"]["shuffle_records"] > 0
-    assert "verified by" in proc.stdout and "duckdb ✓" in proc.stdout
+    assert "verified by" in proc.stdout and "duckdb" in proc.stdout  # the contest table
+    assert "binary ran a-b,b-c,c-d,d-a on rmat:scale=8" in proc.stdout and "alone: OK in" in proc.stdout
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 200  # COLUMNS=200: one result line per run
+    wide = harness("bench", str(workload), "--wide", "--results", str(tmp_path / "wide"))
+    assert wide.returncode == 0 and "duckdb ✓" in wide.stdout and "shuffle rec" in wide.stdout
+    assert "shuffle rec" not in proc.stdout  # the full table only with --wide

@@ -246,3 +246,36 @@ def test_bench_from_runs_the_real_graph_in_place_of_its_twin_and_checks_the_publ
     assert record["status"] == "VAL"
     [check] = record["checks"]
     assert check["name"] == "published" and check["count"] == 285_730_264 and check["agrees"] is False
+
+
+def test_live_status_follows_a_bigjoin_run_through_its_phases_levels_and_batches(runner):
+    """What `bench` shows while a run is live: sampled from another thread, as the display does."""
+    import threading
+
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.append(runner.live_status())
+            done.wait(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:  # a small batch (B' = 64), so the query runs many batches at levels 1 and 2
+        record = runner.run(RunRequest("clique4", "rmat:scale=8,ef=8,seed=3", "bigjoin", oracle="networkx", params={"batch": 64}))
+    finally:
+        done.set()
+        watcher.join()
+    assert record["status"] == "OK", record.get("error")
+    phases = [s.split(" · ")[0] for s in seen if s]
+    assert {"load", "query", "verify"} <= set(phases), sorted(set(phases))
+    assert phases.index("load") < phases.index("query") < phases.index("verify")
+    query = [s for s in seen if s.startswith("query · level")]
+    assert {s.split(" · ")[1] for s in query} >= {"level 1", "level 2"}, sorted(set(query))[:5]
+    batches = [int(s.split(" · ")[2].split()[1]) for s in query]
+    assert max(batches) > 3 and all(" of ~" in s for s in query)
+    live = [s for s in seen if s and not s.startswith(("check", "load"))]  # the session is up from here on
+    assert all("Spark UI http://127.0.0.1:" in s for s in live), [s for s in live if "Spark UI" not in s][:3]
+    assert runner.live_status() == ""  # nothing is live between runs
+    assert record["spark"]["event_log"] and record["spark"]["app_id"] in record["spark"]["event_log"]

@@ -119,3 +119,12 @@ def test_allow_unverified_and_expected_timeouts_keys(tmp_path):
         workload.load(str(write(tmp_path, base + "allow_unverified: yes please\n")))
     with pytest.raises(DataError, match=r"key 'expected_timeouts\[0\]' must be a str"):
         workload.load(str(write(tmp_path, base + "expected_timeouts: [3]\n")))
+
+
+def test_expected_timeouts_as_a_mapping_give_each_implementation_its_own_timeout(tmp_path):
+    base = "name: w\nqueries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary, bigjoin]\ntimeout_s: 100\n"
+    wl = workload.load(str(write(tmp_path, base + "expected_timeouts: {binary: 7.5}\n")))
+    runs = {r.impl: (r.timeout_s, r.timeout_expected) for r in wl.requests()}
+    assert runs == {"binary": (7.5, True), "bigjoin": (100.0, False)}
+    with pytest.raises(DataError, match=r"key 'expected_timeouts.binary' must be a positive number of seconds"):
+        workload.load(str(write(tmp_path, base + "expected_timeouts: {binary: soon}\n")))
