@@ -77,3 +77,20 @@ def test_bench_runs_a_workload_end_to_end(tmp_path):
     wide = harness("bench", str(workload), "--wide", "--results", str(tmp_path / "wide"))
     assert wide.returncode == 0 and "duckdb ✓" in wide.stdout and "shuffle rec" in wide.stdout
     assert "shuffle rec" not in proc.stdout  # the full table only with --wide
+
+
+def test_the_subgraph_harness_command_is_the_harness(tmp_path):
+    """`pip install -e .` installs `subgraph-harness` beside the interpreter; it is `python -m harness`."""
+    command = Path(sys.executable).parent / "subgraph-harness"
+    assert command.is_file(), f"{command}: not installed (pyproject.toml [project.scripts])"
+    usage = subprocess.run([str(command), "--help"], capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 0 and usage.stdout.startswith("usage: subgraph-harness")
+    for name in ("run", "bench", "gate", "report", "history", "compare"):
+        assert name in usage.stdout
+    args = ["run", "--query", "triangle", "--dataset", "rmat-small", "--impl", "nope", "--json", str(tmp_path / "r.json")]
+    env = dict(os.environ, COLUMNS="200")
+    installed = subprocess.run([str(command), *args], env=env, capture_output=True, text=True, timeout=120)
+    module = harness(*args)
+    assert installed.returncode == module.returncode == 2
+    assert error_lines(installed) == error_lines(module) == [error_lines(module)[0]]
+    assert "unknown implementation 'nope'" in error_lines(installed)[0]
