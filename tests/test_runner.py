@@ -262,8 +262,10 @@ def test_live_status_follows_a_bigjoin_run_through_its_phases_levels_and_batches
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    try:  # a small batch (B' = 64), so the query runs many batches at levels 1 and 2
-        record = runner.run(RunRequest("clique4", "rmat:scale=8,ef=8,seed=3", "bigjoin", oracle="networkx", params={"batch": 64}))
+    try:  # a small batch (B' = 128), so the query runs several batches at levels 1 and 2
+        record = runner.run(
+            RunRequest("triangle", "rmat:scale=8,ef=8,seed=3", "bigjoin", oracle="networkx", params={"batch": 128})
+        )
     finally:
         done.set()
         watcher.join()
