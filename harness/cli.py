@@ -380,7 +380,7 @@ def _add_param_flags(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from implementations import REGISTRY
 
-    from . import compare
+    from . import compare, history
 
     p = argparse.ArgumentParser(prog="subgraph-harness", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -490,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Spark's History Server on 127.0.0.1 over the runs' event logs (until Ctrl-C)",
     )
     hs.add_argument("--dir", default=None, help="event log directory (default: $HARNESS_EVENTLOG_DIR, else results/eventlogs)")
-    hs.add_argument("--port", type=int, default=18080, help="the History Server's port on 127.0.0.1")
+    hs.add_argument("--port", type=int, default=history.DEFAULT_PORT, help="the History Server's port on 127.0.0.1")
     hs.set_defaults(fn=cmd_history)
 
     cl = sub.add_parser(

@@ -110,7 +110,9 @@ def _port_free(port: int) -> bool:
         return s.connect_ex((HOST, port)) != 0
 
 
-def _env(directory: Path, host: str = HOST) -> dict:
+def daemon_env(directory: Path, host: str = HOST) -> dict:
+    """The environment of a Spark daemon started from the pyspark package: bound to `host`, in the
+    foreground, logging under `directory`, and not pointed at any SPARK_MASTER of the caller's."""
     env = dict(
         os.environ,
         SPARK_HOME=str(spark_home()),
@@ -144,7 +146,7 @@ def _spawn(
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=_env(directory, host),
+            env=daemon_env(directory, host),
             start_new_session=True,
         )
     return proc.pid
@@ -177,7 +179,8 @@ def _isolating_script(private: Path, shared: Sequence[Path], command: list[str])
     return "\n".join(lines)
 
 
-def _wait(what: str, ready, timeout_s: float, logs: Path):
+def wait_until(what: str, ready, timeout_s: float, logs: Path):
+    """Poll `ready()` until it is true; an OSError (nothing listening yet) means not yet."""
     deadline = time.monotonic() + timeout_s
     last = None
     while time.monotonic() < deadline:
@@ -187,7 +190,7 @@ def _wait(what: str, ready, timeout_s: float, logs: Path):
         except OSError as exc:
             last = exc
         time.sleep(0.3)
-    raise ExecutionError(f"cluster: {what} not ready after {timeout_s:g} s ({last or 'timed out'}); see {logs}")
+    raise ExecutionError(f"{what} not ready after {timeout_s:g} s ({last or 'timed out'}); see {logs}")
 
 
 def up(
@@ -229,7 +232,7 @@ def up(
     cluster = Cluster(str(directory), port, webui_port, master_pid, store=str(store) if isolated else None)
     _save(cluster)
     try:
-        _wait("master", lambda: cluster.state().get("status") == "ALIVE", timeout_s, directory / "logs")
+        wait_until("cluster: master", lambda: cluster.state().get("status") == "ALIVE", timeout_s, directory / "logs")
         for i in range(workers):
             host = f"127.0.0.{i + 2}" if isolated else HOST
             private = (directory / "hosts" / host) if isolated else None
@@ -262,7 +265,7 @@ def up(
             cluster.worker_hosts.append(host)
             _save(cluster)
         alive = lambda: sum(w.get("state") == "ALIVE" for w in cluster.state().get("workers", [])) >= workers  # noqa: E731
-        _wait(f"{workers} workers", alive, timeout_s, directory / "logs")
+        wait_until(f"cluster: {workers} workers", alive, timeout_s, directory / "logs")
     except BaseException:
         down(directory)
         raise

@@ -8,17 +8,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
+from . import cluster
 from .errors import DataError, ExecutionError
 from .results import RESULTS_DIR
 
 SETTING = "HARNESS_EVENTLOG_DIR"  # where event logs go; empty string: none are written
 CAP_SETTING = "HARNESS_EVENTLOG_CAP_MB"
 DEFAULT_CAP_MB = 1024
-HOST = "127.0.0.1"
 DEFAULT_PORT = 18080
 
 
@@ -85,12 +84,6 @@ def event_log_of(spark) -> str | None:
     return str(Path(directory) / name)
 
 
-def _spark_class() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent / "bin" / "spark-class"
-
-
 def start(directory: Path, port: int, log: Path) -> subprocess.Popen:
     """Spark's History Server over `directory`, bound to 127.0.0.1:`port`; its output goes to `log`."""
     from . import check_java
@@ -106,32 +99,30 @@ def start(directory: Path, port: int, log: Path) -> subprocess.Popen:
         "-Dspark.history.fs.update.interval=2s",
         "-Dspark.history.fs.cleaner.enabled=false",  # the harness caps the directory itself
     ]
-    env = dict(os.environ, SPARK_LOCAL_IP=HOST, SPARK_HISTORY_OPTS=" ".join(options), SPARK_NO_DAEMONIZE="1")
-    env.pop("SPARK_MASTER", None)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         return subprocess.Popen(
-            [str(_spark_class()), "org.apache.spark.deploy.history.HistoryServer"],
+            [str(cluster.spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.history.HistoryServer"],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=env,
+            env=dict(cluster.daemon_env(log.parent), SPARK_HISTORY_OPTS=" ".join(options)),
             start_new_session=True,  # stopped as a group: spark-class execs java, but a wrapper may not
         )
 
 
 def wait_ready(proc: subprocess.Popen, url: str, log: Path, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         if proc.poll() is not None:
             raise ExecutionError(f"history: the History Server exited with code {proc.returncode}; see {log}")
-        try:
-            with urllib.request.urlopen(f"{url}/api/v1/version", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.5)
-    stop(proc)
-    raise ExecutionError(f"history: no answer at {url} after {timeout_s:g} s; see {log}")
+        with urllib.request.urlopen(f"{url}/api/v1/version", timeout=2):
+            return True
+
+    try:
+        cluster.wait_until("history: the History Server", ready, timeout_s, log)
+    except ExecutionError:
+        stop(proc)
+        raise
 
 
 def stop(proc: subprocess.Popen, timeout_s: float = 20.0) -> None:
@@ -153,7 +144,7 @@ def serve(directory: Path, port: int, print_line=print) -> int:
     """`make history`: start the server, print its URL, and keep it until Ctrl-C or SIGTERM."""
     log = RESULTS_DIR / "tmp" / "history-server.log"
     proc = start(directory, port, log)
-    url = f"http://{HOST}:{port}"
+    url = f"http://{cluster.HOST}:{port}"
 
     def finish(*_):
         stop(proc)

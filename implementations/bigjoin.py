@@ -158,7 +158,8 @@ class BiGJoin(Implementation):
                     match_limit=match_limit,
                     **self.job_args(),
                 )
-                ctx.report(level=level, batches_done=job_id, batches_estimate=job_id + 1 + batches.queued_batches())
+                # The queued work includes this batch's (the seed job's is not queued: live_status counts it).
+                ctx.report(level=level, batches_done=job_id, batches_estimate=job_id + batches.queued_batches())
                 result = run_job(ctx.spark, job)
                 counters.add(job, result, batches.queued_prefixes())
                 if level > 0:  # the seed job takes nothing from a queue
@@ -169,7 +170,6 @@ class BiGJoin(Implementation):
                     found.append(result.matches[job.group])
                 job_id += 1
                 level = next_level(batches)
-                ctx.report(batches_done=job_id, batches_estimate=job_id + batches.queued_batches())
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         sample = np.concatenate(found)[:match_limit] if found else np.zeros((0, m), np.int32)

@@ -3,7 +3,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,14 +12,9 @@ from pathlib import Path
 import psutil
 
 from harness import history
+from tests.test_cluster import free_port
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> str:
@@ -61,7 +55,7 @@ def test_a_run_names_its_event_log_and_the_history_server_shows_it(tmp_path):
     assert event_log.is_file() and event_log.stat().st_size > 0  # complete: the session stopped, no .inprogress
     assert [p.name for p in logs.iterdir()] == [event_log.name]
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "harness", "history", "--dir", str(logs), "--port", str(port)],
         cwd=REPO,
