@@ -266,14 +266,15 @@ def cmd_gate(args) -> int:
         baseline = gate.with_paired_times(baseline, old, machine_info())
     else:
         records = _execute(wl, args.master, out_dir)
-    comparison = gate.compare(baseline, gate.summarize(records), machine_info(), args.threshold, args.timing, args.min_seconds)
-    lines = gate.render(comparison, baseline, path, args.verbose)
+    timing = args.timing or ("binding" if args.paired else "advisory")
+    comparison = gate.compare(baseline, gate.summarize(records), machine_info(), args.threshold, timing, args.min_seconds)
+    lines = gate.render(comparison, baseline, path, args.verbose, timing)
     write_json_atomic(
         out_dir / "gate.json",
         {
             "baseline": str(path),
             "exit_code": comparison.exit_code,
-            "timing": args.timing,
+            "timing": timing,
             "paired": args.paired,
             "same_machine": comparison.same_machine,
             "findings": [vars(f) for f in comparison.findings],
@@ -464,17 +465,27 @@ def build_parser() -> argparse.ArgumentParser:
     gt.add_argument(
         "--timing",
         choices=["binding", "advisory"],
-        default="binding",
-        help="advisory: report slower runs without failing (shared CI machines)",
+        default=None,
+        help="binding: a slower run fails the gate; advisory: reported, never failing "
+        "(default: binding when paired, advisory when unpaired)",
     )
     gt.add_argument("--threshold", type=float, default=None, help="override the baseline's time threshold")
     gt.add_argument("--min-seconds", type=float, default=None, help="override the baseline's least slowdown that counts")
     gt.add_argument("--verbose", action="store_true", help="show every check, not only the flagged ones")
     gt.add_argument("--results", default=None, help="directory for the run files and gate.json")
-    gt.add_argument(
+    pairing = gt.add_mutually_exclusive_group()
+    pairing.add_argument(
         "--paired",
+        dest="paired",
         action="store_true",
-        help="also rerun the baseline's commit here, alternating trials, and compare times with those",
+        default=True,
+        help="(the default) rerun the baseline's commit here too, alternating trials, and compare times with those",
+    )
+    pairing.add_argument(
+        "--unpaired",
+        dest="paired",
+        action="store_false",
+        help="compare with the baseline's stored times instead: quicker, and advisory unless --timing binding",
     )
     gt.set_defaults(fn=cmd_gate)
 

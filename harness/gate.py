@@ -6,9 +6,11 @@ clean tree; the gate reruns the workload and compares run by run:
   - time (index_s, query_s) regresses only if the median of >= 3 trials exceeds the baseline's median
     by more than the threshold (and by at least min_seconds) AND so does every new trial (consistent:
     one fast trial says noise).
-A baseline from another machine is flagged and its times are not compared. With `paired`, the
-baseline's commit is checked out beside the tree and both run trial by trial, alternating, in this
-gate; the times compared are those, so old and new share the machine and its load.
+Timing is paired by default, as `asv continuous` does: the baseline's commit is checked out beside
+the tree and both run trial by trial, alternating, in this gate, so old and new share the machine and
+its load. Unpaired, the times are the baseline's stored ones, from another day and maybe another
+machine (the recorded machine fields cannot tell two machines of one kind apart): advisory unless the
+caller makes them binding, and never compared when the recorded machine visibly differs.
 Exit codes: 0 pass, 1 regression, 2 failure (a run failed, or the baseline does not fit)."""
 
 from __future__ import annotations
@@ -305,7 +307,15 @@ def _compare_times(
     return Finding(key, name, before, after, "ok", text)
 
 
-def render(comparison: Comparison, baseline: dict, path: Path, verbose: bool = False) -> list[str]:
+def unpaired_line(baseline: dict, timing: str) -> str:
+    """The one line that says what unpaired times are worth."""
+    stored = f"stored at {str((baseline.get('git') or {}).get('commit'))[:7]} on {str(baseline.get('created'))[:10]}"
+    if timing == "binding":
+        return f"  times: unpaired, against those {stored}, and binding: valid only on the machine that recorded them"
+    return f"  times: unpaired, against those {stored}, maybe on another machine: advisory, never failing (pair to bind)"
+
+
+def render(comparison: Comparison, baseline: dict, path: Path, verbose: bool = False, timing: str = "binding") -> list[str]:
     """A readable diff: the baseline's provenance, then every finding that is not ok (all with verbose)."""
     git = baseline.get("git") or {}
     lines = [
@@ -315,6 +325,8 @@ def render(comparison: Comparison, baseline: dict, path: Path, verbose: bool = F
     ]
     if baseline.get("paired"):
         lines.append("  times: paired (the baseline's commit rerun beside this tree, alternating trials)")
+    else:
+        lines.append(unpaired_line(baseline, timing))
     if not comparison.same_machine:
         lines.append(f"  ! baseline from another machine: {machine_key(baseline['machine'])}; times not compared")
     runs: dict[str, list[Finding]] = {}

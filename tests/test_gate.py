@@ -166,8 +166,10 @@ def recorded(tmp_path_factory, spark):
     return path
 
 
-def _gate(path, tmp_path, capsys) -> tuple[int, str]:
-    code = cli.main(["gate", "--baseline", str(path), "--results", str(tmp_path / "gate-runs")])
+def _gate(path, tmp_path, capsys, *flags: str) -> tuple[int, str]:
+    """The gate against stored times (paired runs are tests/test_gate_paired.py's), binding unless flags say otherwise."""
+    flags = flags or ("--unpaired", "--timing", "binding")
+    code = cli.main(["gate", "--baseline", str(path), "--results", str(tmp_path / "gate-runs"), *flags])
     return code, capsys.readouterr().out
 
 
@@ -208,6 +210,26 @@ def test_gate_catches_a_slower_join(recorded, tmp_path, capsys, monkeypatch):
     code, out = _gate(recorded, tmp_path, capsys)
     assert code == 1, out
     assert "query_s" in out and "every trial past the threshold" in out and "gate: REGRESSION" in out
+    assert "unpaired" in out and "binding: valid only on the machine that recorded them" in out
+    # Unpaired without --timing, the same slowdown is reported, in one line as advice, and passes.
+    code, out = _gate(recorded, tmp_path, capsys, "--unpaired")
+    assert code == 0, out
+    assert "ADVISORY" in out and "gate: PASS" in out
+    stored = json.loads(recorded.read_text())
+    assert [line for line in out.splitlines() if "times: unpaired" in line] == [
+        f"  times: unpaired, against those stored at {stored['git']['commit'][:7]} on {stored['created'][:10]}, "
+        "maybe on another machine: advisory, never failing (pair to bind)"
+    ]
+    assert json.loads((tmp_path / "gate-runs" / "gate.json").read_text())["timing"] == "advisory"
+
+
+def test_gate_pairs_by_default_and_binds_paired_times():
+    parser = cli.build_parser()
+    assert parser.parse_args(["gate"]).paired is True
+    assert parser.parse_args(["gate", "--unpaired"]).paired is False
+    assert parser.parse_args(["gate"]).timing is None  # binding when paired, advisory when not (cmd_gate)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["gate", "--paired", "--unpaired"])
 
 
 def test_baseline_refuses_a_dirty_tree(tmp_path, monkeypatch, capsys):

@@ -1,0 +1,90 @@
+"""The paired gate (the default of `gate` and `make gate`) still catches a real slowdown.
+
+This tree is checked out as a commit of its own (`git stash create`: the tracked files as they are),
+a baseline is recorded there from the clean checkout, and then that checkout's local-gj is patched to
+run its join twice: a 2x slower query, in code, not a sleep or a mock. `gate` then reruns the
+baseline's commit beside the patched checkout, alternating processes, and must fail on query_s alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import gate
+from harness.datasets import shared_root
+
+pytestmark = pytest.mark.thorough
+
+REPO = Path(__file__).resolve().parent.parent
+WORKLOAD = """\
+name: paired-slowdown
+description: local-gj's triangles on rmat-17 (about 1.4 s a query), three trials
+queries: [triangle]
+semantics: [undirected]
+datasets: [rmat-17]
+implementations: [local-gj]
+trials: 3
+timeout_s: 300
+"""
+JOIN = "        count, _, work = self._run(0)\n"
+JOIN_TWICE = "        self._run(0)  # injected by tests/test_gate_paired.py: the join runs twice\n" + JOIN
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _harness(tree: Path, *args: str) -> subprocess.CompletedProcess:
+    # The shared datasets this tree sees (the checkout has no shared/ beside it); the graph store and
+    # event-log directory are conftest's.
+    env = dict(os.environ, PYTHONPATH=str(tree), HARNESS_SHARED=str(shared_root()))
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=tree, env=env, capture_output=True, text=True)
+
+
+@pytest.fixture()
+def checkout(tmp_path):
+    """This tree as a detached worktree at a commit of its own, removed afterwards."""
+    commit = _git("stash", "create") or _git("rev-parse", "HEAD")
+    tree = tmp_path / "tree"
+    _git("worktree", "add", "--detach", "--quiet", str(tree), commit)
+    yield tree, commit
+    _git("worktree", "remove", "--force", str(tree))
+
+
+def test_paired_gate_catches_a_join_made_twice_as_slow(checkout, tmp_path):
+    tree, commit = checkout
+    workload = tmp_path / "paired-slowdown.yaml"
+    workload.write_text(WORKLOAD)
+
+    recorded = _harness(tree, "baseline", "--workload", str(workload), "--name", "paired-slowdown")
+    assert recorded.returncode == 0, recorded.stderr[-2000:]
+    baseline = tree / "results" / "baselines" / "paired-slowdown.json"
+    assert json.loads(baseline.read_text())["git"] == {"commit": commit, "dirty": False}
+
+    source = tree / "implementations" / "local_gj.py"
+    text = source.read_text()
+    assert text.count(JOIN) == 1, "local-gj's count() changed: update the injected slowdown"
+    source.write_text(text.replace(JOIN, JOIN_TWICE))
+
+    out_dir = tmp_path / "gate-runs"
+    done = _harness(tree, "gate", "--baseline", str(baseline), "--results", str(out_dir))
+    assert done.returncode == gate.REGRESSION, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "times: paired" in done.stdout and f"trial 3/3, old ({commit[:7]})" in done.stdout
+
+    report = json.loads((out_dir / "gate.json").read_text())
+    assert report["paired"] is True and report["timing"] == "binding"
+    flagged = {f["what"]: f for f in report["findings"] if f["verdict"] != "ok"}
+    assert set(flagged) == {"query_s"}, flagged  # the count, counters and index time all still agree
+    query = flagged["query_s"]
+    assert query["verdict"] == "regression" and "every trial past the threshold" in query["note"]
+    assert query["new"] / query["old"] > 1.6, query  # about 2x: the join ran twice
+    # The old side really ran beside the new one: three processes each, at the same commit's code.
+    old_runs = sorted(p.name for p in out_dir.glob("old-t*"))
+    assert old_runs == ["old-t0", "old-t1", "old-t2"]
+    assert all(json.loads(p.read_text())["git"]["commit"] == commit for p in (out_dir / "old-t0").glob("*.json"))
