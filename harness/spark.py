@@ -85,6 +85,12 @@ def get_session(master: str | None = None, workers: int = 2):
         builder = builder.config(key, value)
     if on_loopback(master):
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    if is_local(master):
+        # The Python workers run this checkout's code, through its daemon, which keeps the tracebacks
+        # of cancelled tasks (a timed-out run) off the terminal.
+        builder = builder.config("spark.executorEnv.PYTHONPATH", str(Path(__file__).resolve().parent.parent)).config(
+            "spark.python.daemon.module", "harness.spark_daemon"
+        )
     if not is_local(master):
         # Compiled kernels are cached in the store, so one host's compilation serves every host.
         numba_cache = os.environ.get("HARNESS_NUMBA_CACHE", str(store.root() / "numba-cache"))

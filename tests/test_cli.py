@@ -79,6 +79,22 @@ def test_bench_runs_a_workload_end_to_end(tmp_path):
     assert "shuffle rec" not in proc.stdout  # the full table only with --wide
 
 
+def test_a_contest_with_an_expected_timeout_prints_no_worker_tracebacks(tmp_path):
+    """BiGJoin-S timing out on clique5 (the clique5 contest's case) has its Python tasks cancelled
+    mid-write. pyspark's own daemon printed a BrokenPipeError traceback for such a worker into the
+    contest's output; the harness's daemon (harness.spark_daemon) does not. The run is TIM, expected."""
+    workload = tmp_path / "tim.yaml"
+    workload.write_text(
+        "name: tim\nqueries: [clique5]\nsemantics: [undirected]\ndatasets: [rmat-13]\n"
+        "implementations: [bigjoin-s, shares]\nexpected_timeouts: {bigjoin-s: 8}\nworkers: [2]\noracle: auto\n"
+    )
+    proc = harness("bench", str(workload), "--results", str(tmp_path / "results"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "timed out after" in proc.stderr and "(expected by the workload)" in proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr[-3000:]
+    assert "shares won clique5 on rmat-13" in proc.stdout
+
+
 def test_the_subgraph_harness_command_is_the_harness(tmp_path):
     """`pip install -e .` installs `subgraph-harness` beside the interpreter; it is `python -m harness`."""
     command = Path(sys.executable).parent / "subgraph-harness"
