@@ -92,7 +92,7 @@ def cmd_run(args) -> int:
     if record["status"] == "DAT":
         errors.print(f"error: {record['error']}")
         return 2
-    console.print(results_table([record], f"run {record['run_id']}"))
+    _print_results([record], f"run {record['run_id']}", args.wide)
     _report_failures([record])
     console.print(f"result: {path}")
     return 0 if passes(record) else 2
@@ -188,6 +188,26 @@ def _swap_in_real_graphs(wl, from_path: Path) -> None:
     console.print(f"--from {from_path}: " + ", ".join(swapped))
 
 
+def _print_results(records: list[dict], title: str, wide: bool) -> None:
+    """What run and bench print: the contest tables (100 columns), with `wide` every column of every
+    run and the detail tables first."""
+    if wide:
+        console.print(results_table(records, title))
+        for extra in (
+            logical_table(records, "logical counters (MPC model)"),
+            shares_table(records, "Shares grid"),
+            balance_table(records, "per-worker balance (BiGJoin family)"),
+        ):
+            if extra is not None:
+                console.print(extra)
+        for line in summary_lines(records):
+            console.print(line)
+    delta = delta_table(records, "delta throughput by batch size (Figure 6)")
+    if delta is not None:
+        console.print(delta)
+    _print_contests(records)
+
+
 def _print_contests(records: list[dict]) -> None:
     """The bench's last word: per case, the implementations side by side and who won."""
     from . import contest
@@ -204,21 +224,7 @@ def cmd_bench(args) -> int:
         _swap_in_real_graphs(wl, Path(args.from_path))
     out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-{_slug(wl.name)}"
     records = _execute(wl, args.master, out_dir)
-    if args.wide:  # every column of every run, and the detail tables
-        console.print(results_table(records, f"{wl.name} ({wl.tier} tier)"))
-        for extra in (
-            logical_table(records, "logical counters (MPC model)"),
-            shares_table(records, "Shares grid"),
-            balance_table(records, "per-worker balance (BiGJoin family)"),
-        ):
-            if extra is not None:
-                console.print(extra)
-        for line in summary_lines(records):
-            console.print(line)
-    delta = delta_table(records, "delta throughput by batch size (Figure 6)")
-    if delta is not None:
-        console.print(delta)
-    _print_contests(records)
+    _print_results(records, f"{wl.name} ({wl.tier} tier)", args.wide)
     for plot in (
         plots.shares_w_sweep(records, out_dir / "shares-w-sweep.png"),
         plots.skew_crossover(records, out_dir / "skew-crossover.png"),
@@ -410,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--order", default=None, help="attribute order, e.g. a1,a2,a3")
     _add_param_flags(run)
     run.add_argument("--json", default=None, help="result file (default: results/runs/run-<id>.json)")
+    run.add_argument("--wide", action="store_true", help="also every column of the run and its detail tables")
     run.set_defaults(fn=cmd_run)
 
     bench = sub.add_parser("bench", parents=[common], help="run workloads/WORKLOAD.yaml")

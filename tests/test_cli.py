@@ -44,6 +44,17 @@ def test_run_unknown_names_fail_fast(tmp_path):
         assert proc.returncode == 2 and len(error_lines(proc)) == 1 and message in error_lines(proc)[0]
 
 
+def test_run_prints_a_table_that_fits_100_columns_and_all_of_it_with_wide(tmp_path):
+    args = ["run", "--query", "triangle", "--dataset", "rmat-small", "--impl", "binary"]
+    proc = harness(*args, "--json", str(tmp_path / "r.json"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "binary ran triangle on rmat-small (undirected, W=2) alone: OK in" in proc.stdout
+    assert "verified by" in proc.stdout and "shuffle rec" not in proc.stdout
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 100  # COLUMNS=200: it fits by itself
+    wide = harness(*args, "--wide", "--json", str(tmp_path / "w.json"))
+    assert wide.returncode == 0 and "shuffle rec" in wide.stdout
+
+
 def test_bench_yaml_error_names_the_key_and_writes_nothing(tmp_path):
     workload = tmp_path / "broken.yaml"
     workload.write_text("queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary]\ntrails: 3\n")
