@@ -309,10 +309,10 @@ def _compare_times(
 
 def unpaired_line(baseline: dict, timing: str) -> str:
     """The one line that says what unpaired times are worth."""
-    stored = f"stored at {str((baseline.get('git') or {}).get('commit'))[:7]} on {str(baseline.get('created'))[:10]}"
+    stored = f"stored at {str((baseline.get('git') or {}).get('commit'))[:7]}, {str(baseline.get('created'))[:10]}"
     if timing == "binding":
-        return f"  times: unpaired, against those {stored}, and binding: valid only on the machine that recorded them"
-    return f"  times: unpaired, against those {stored}, maybe on another machine: advisory, never failing (pair to bind)"
+        return f"  times: unpaired ({stored}), binding: valid on their own machine only"
+    return f"  times: unpaired ({stored}, maybe elsewhere): advisory, never failing"
 
 
 def render(comparison: Comparison, baseline: dict, path: Path, verbose: bool = False, timing: str = "binding") -> list[str]:
