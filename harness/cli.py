@@ -153,8 +153,9 @@ def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task(wl.name, total=len(requests))
         for i, req in enumerate(requests, start=1):
-            label = f"[{i}/{len(requests)}] {req.impl} {_query_label(req.query)} on {req.dataset} ({req.semantics}, W={req.workers}, trial {req.trial + 1})"
-            progress.update(task, description=f"[{i}/{len(requests)}] {req.impl} {_query_label(req.query)}")
+            head = f"[{i}/{len(requests)}] {req.impl} {_query_label(req.query)}"
+            label = f"{head} on {req.dataset} ({req.semantics}, W={req.workers}, trial {req.trial + 1})"
+            progress.update(task, description=head)
             record = runner.run(req)
             records.append(record)
             name = f"{i:03d}-{_slug(req.impl)}-{_slug(str(record['query'].get('name')))}-{_slug(str(record['dataset'].get('name')))}-w{req.workers}-t{req.trial}.json"
@@ -205,15 +206,15 @@ def _print_results(records: list[dict], title: str, wide: bool) -> None:
     delta = delta_table(records, "delta throughput by batch size (Figure 6)")
     if delta is not None:
         console.print(delta)
-    _print_contests(records)
+    _print_contests(records, wide)
 
 
-def _print_contests(records: list[dict]) -> None:
+def _print_contests(records: list[dict], wide: bool) -> None:
     """The bench's last word: per case, the implementations side by side and who won."""
     from . import contest
 
     for case in contest.cases(records):
-        console.print(contest.table(case))
+        console.print(contest.table(case, wide))
         console.print(contest.winner_sentence(case), soft_wrap=True)
 
 

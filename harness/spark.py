@@ -84,13 +84,15 @@ def get_session(master: str | None = None, workers: int = 2):
     for key, value in history.session_config().items():  # the event log `make history` serves
         builder = builder.config(key, value)
     if on_loopback(master):
-        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    if is_local(master):
-        # The Python workers run this checkout's code, through its daemon, which keeps the tracebacks
-        # of cancelled tasks (a timed-out run) off the terminal.
-        builder = builder.config("spark.executorEnv.PYTHONPATH", str(Path(__file__).resolve().parent.parent)).config(
-            "spark.python.daemon.module", "harness.spark_daemon"
+        # This machine's Python workers run this checkout's code (a worktree's too).
+        builder = (
+            builder.config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.executorEnv.PYTHONPATH", str(Path(__file__).resolve().parent.parent))
         )
+    if is_local(master):
+        # Through its daemon, which keeps the tracebacks of cancelled tasks (a timed-out run) off the terminal.
+        builder = builder.config("spark.python.daemon.module", "harness.spark_daemon")
     if not is_local(master):
         # Compiled kernels are cached in the store, so one host's compilation serves every host.
         numba_cache = os.environ.get("HARNESS_NUMBA_CACHE", str(store.root() / "numba-cache"))
@@ -99,8 +101,6 @@ def get_session(master: str | None = None, workers: int = 2):
             .config("spark.executorEnv.NUMBA_CACHE_DIR", numba_cache)
             .config("spark.executorEnv.HARNESS_STORE", str(store.root()))
         )
-        if on_loopback(master):  # this machine's workers run this checkout's code (a worktree's too)
-            builder = builder.config("spark.executorEnv.PYTHONPATH", str(Path(__file__).resolve().parent.parent))
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
     _start_python_workers(_session, workers, None if is_local(master) else store.root())
