@@ -294,7 +294,7 @@ class Runner:
         graph, load_s, reused = self.graph(source, req.semantics, req.workers)
         record["dataset"] = graph.describe()
         metrics.update(load_s=round(load_s, 4), load_reused=reused)
-        if plan.impl_cls.driver_edges:
+        if plan.impl_cls.wants_driver_edges(graph.edges, plan.impl_params):
             started_driver_load = time.perf_counter()
             reused_arrays = graph.edge_arrays_read
             graph.edge_arrays()

@@ -90,9 +90,13 @@ def get_session(master: str | None = None, workers: int = 2):
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.executorEnv.PYTHONPATH", str(Path(__file__).resolve().parent.parent))
         )
-    if is_local(master):
-        # Through its daemon, which keeps the tracebacks of cancelled tasks (a timed-out run) off the terminal.
-        builder = builder.config("spark.python.daemon.module", "harness.spark_daemon")
+    if on_loopback(master):
+        # Through its daemon, which warms every kernel before it forks a worker and keeps the
+        # tracebacks of cancelled tasks (a timed-out run) off the terminal; over Unix domain sockets,
+        # which spare each task's small messages TCP's delayed acknowledgements.
+        builder = builder.config("spark.python.daemon.module", "harness.spark_daemon").config(
+            "spark.python.unix.domain.socket.enabled", "true"
+        )
     if not is_local(master):
         # Compiled kernels are cached in the store, so one host's compilation serves every host.
         numba_cache = os.environ.get("HARNESS_NUMBA_CACHE", str(store.root() / "numba-cache"))
@@ -113,10 +117,9 @@ def _import_worker_modules(probe: str | None):
 
         import pyarrow as pa
 
-        import implementations.prefix_extension  # noqa: F401  (numpy, pyarrow, numba and the kernels)
-        from implementations.local_gj import warm_up
+        from implementations.warm import warm_up
 
-        warm_up()  # the Generic Join kernel that Shares' cells run
+        warm_up()  # every kernel (the daemon already did, on this machine; elsewhere this task does)
         for _ in iterator:
             pass
         if probe is not None and not os.path.exists(probe):  # the store is not the same directory here
@@ -128,7 +131,7 @@ def _import_worker_modules(probe: str | None):
 def _start_python_workers(spark, workers: int, shared: Path | None) -> None:
     """Start the Python worker processes (and their imports) as part of session start-up, so the first
     measured job of a run does not pay for them; on a cluster, check that every executor sees the store."""
-    from implementations.local_gj import warm_up
+    from implementations.warm import warm_up
 
     probe = None
     if shared is not None:
@@ -151,7 +154,7 @@ def _start_python_workers(spark, workers: int, shared: Path | None) -> None:
             f"{store.SETTING}={shared}: not visible from the executor on {blind[0].host.strip()}; "
             f"it must be one directory that every host mounts at the same path"
         )
-    warm_up()  # and local-gj's, on the driver
+    warm_up()  # and on the driver: local-gj and the index build run here
 
 
 def set_workers(spark, workers: int) -> None:

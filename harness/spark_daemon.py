@@ -1,5 +1,7 @@
-"""PySpark's Python worker daemon, run as `python -m harness.spark_daemon` in local mode (the session's
-`spark.python.daemon.module`), without the tracebacks of workers whose task was cancelled.
+"""PySpark's Python worker daemon, run as `python -m harness.spark_daemon` on this machine's executors
+(the session's `spark.python.daemon.module`): every kernel is compiled or loaded first (implementations.warm),
+so each worker it forks starts warm, even one that replaces a worker killed with a cancelled task; and
+workers print no tracebacks for cancelled tasks.
 
 When a run times out the harness cancels its Spark jobs; the JVM then closes the sockets of the Python
 workers still running, and each prints a BrokenPipeError (or ConnectionResetError) traceback to the
@@ -22,5 +24,8 @@ def print_exc(*args, **kwargs) -> None:
 
 
 if __name__ == "__main__":
+    from implementations.warm import warm_up
+
+    warm_up()  # before any fork; nothing on stdout, where the daemon reports its port
     traceback.print_exc = print_exc  # daemon.manager's forked workers call traceback.print_exc
     daemon.manager()

@@ -86,7 +86,7 @@ def local_copy(stored: str) -> str:
         os.makedirs(os.path.dirname(local), exist_ok=True)
         tmp = f"{local}.{os.getpid()}.tmp"
         try:
-            shutil.copyfile(stored, tmp)
+            _link_or_copy(stored, tmp)  # immutable: a hard link when the store is on this disk
         except FileNotFoundError:
             raise _not_in_store(stored) from None
         os.replace(tmp, local)
@@ -123,7 +123,7 @@ def _link_or_copy(source: str, target: str) -> None:
         shutil.copyfile(source, target)
 
 
-def write_bytes(stored: str, blob: bytes) -> None:
+def write_bytes(stored: str, blob) -> None:
     """`write_through` of one blob, e.g. a batch queue chunk or a stage's saved state."""
 
     def write(path: str) -> None:
@@ -139,6 +139,24 @@ def read_bytes(stored: str) -> bytes:
         try:
             with open(path, "rb") as fh:
                 return fh.read()
+        except FileNotFoundError:
+            continue
+    raise _not_in_store(stored)
+
+
+def map_bytes(stored: str):
+    """A store file read once, as a read-only uint8 array mapped from this host's copy when it wrote
+    it, else from the store: no copy of its bytes (the mapping lives as long as the array)."""
+    import mmap
+
+    import numpy as np
+
+    for path in (cached_path(stored), stored):
+        try:
+            with open(path, "rb") as fh:
+                if os.fstat(fh.fileno()).st_size == 0:
+                    return np.zeros(0, np.uint8)
+                return np.frombuffer(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), dtype=np.uint8)
         except FileNotFoundError:
             continue
     raise _not_in_store(stored)

@@ -7,6 +7,7 @@ from harness.errors import DataError
 
 from .base import BatchOutcome, Implementation, Outcome, Param, RunContext
 from .bigjoin import BiGJoin
+from .bigjoin_carry import BiGJoinCarry
 from .bigjoin_s import BiGJoinS
 from .binary import BinaryJoin
 from .delta_bigjoin import DeltaBiGJoin
@@ -19,6 +20,7 @@ REGISTRY: dict[str, type[Implementation]] = {
     for cls in (
         LocalGenericJoin,
         BiGJoin,
+        BiGJoinCarry,
         BiGJoinS,
         DeltaBiGJoin,
         Shares,

@@ -110,7 +110,7 @@ def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):
         for _ in iterator:
             pass
         p = exchange.current_partition()
-        keys, offsets, forward, reverse = distributed_index.load_partition(source_root, p)[0].lists
+        keys, offsets, forward, reverse, _ = distributed_index.load_partition(source_root, p)[0].lists
         degrees = np.diff(offsets, axis=1).astype(np.int32)  # (2, keys): forward, reverse sizes
         directory = os.path.join(root, f"p{p}")
         store.save_array(os.path.join(directory, "count_keys.npy"), np.asarray(keys, dtype=np.int32))
@@ -134,7 +134,7 @@ def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):
         out_tokens += routed[0]
         payloads += routed[1]
         if payloads:
-            yield exchange.blobs_batch(out_tokens, payloads)
+            yield from exchange.blob_batches(out_tokens, payloads)
 
     return scatter
 
@@ -158,7 +158,7 @@ def _gather(root: str):
         store.save_array(os.path.join(directory, "resolver_values.npy"), value[order])
         store.save_array(os.path.join(directory, "edges.npy"), edge)
         keys = len(distributed_index.mapped(os.path.join(directory, "count_keys.npy")))  # written by _scatter, maybe elsewhere
-        yield exchange.blobs_batch([-1], [exchange.pack(0, p, [np.zeros(0, np.int8)], (keys, len(code), len(edge)))])
+        yield from exchange.blob_batches([-1], [exchange.pack(0, p, [np.zeros(0, np.int8)], (keys, len(code), len(edge)))])
 
     return gather
 

@@ -84,6 +84,12 @@ class Implementation(ABC):
     # and their help come from these declarations.
     params: tuple[Param, ...] = ()
 
+    @classmethod
+    def wants_driver_edges(cls, edges: int, params: dict) -> bool:
+        """Whether the harness should read the edge arrays on the driver before prepare() (driver_load_s),
+        for a graph of `edges` edges and these run parameters (as given)."""
+        return cls.driver_edges
+
     def apply_updates(self, updates) -> BatchOutcome:
         """Apply one batch, a pyarrow Table (src, dst, diff, seq) in order, held by the driver, and
         return the change of the count. Timed per batch."""

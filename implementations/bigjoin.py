@@ -1,37 +1,44 @@
 """`bigjoin` (§3.2): Generic Join as a Spark dataflow. The prefix-extension primitive extends prefixes
 one attribute at a time over the shared forward/reverse indices; this module only schedules it.
 
-Batching: each worker holds a queue of counted prefixes per level, and every job gives each worker a
-budget of B' proposals (`--batch`), taken from the deepest level where some worker has B' waiting
-(else the deepest with any work). A prefix whose list is longer than the budget is extended in
-several jobs, so no job holds more than B' proposals per worker, whatever the output size."""
+Batching: each worker holds a queue of counted prefixes per level. Each Spark job starts at the
+deepest level where some worker has a full batch waiting (else the deepest with any work), the
+paper's rule, and carries every level after it (`dataflow`): at each level each worker proposes one
+window of its queue within the memory budget (`--memory-budget`, bytes of in-flight data per
+worker; B' per level follows from it, see `budget`), or within B' proposals when `--batch` pins it.
+A prefix whose list does not fit is extended in several jobs, so no batch holds more than the budget,
+whatever the output size. BiGJoin-S and Delta-BiGJoin schedule one level per job
+(`extend_by_level`), with B' proposals per worker."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import uuid
+from typing import Any, cast
 
 import numpy as np
 
 from harness.errors import DataError
-from harness.query import in_query_order
+from harness.query import JoinSpec, in_query_order
 
 from . import distributed_index, exchange
-from .base import Implementation, Outcome, Param
+from .base import Implementation, Outcome, Param, RunContext
+from .budget import Budget, default_budget, parse_size, worker_memory
+from .dataflow import DataflowJob
 from .plan import ExtensionPlan
 from .prefix_extension import (
     FIELDS,
     PYTHON_CLOCKS,
     RECEIVED,
     Chunk,
-    ExtensionJob,
-    GroupJob,
     JobResult,
     run_job,
+    run_locally,
 )
 
 DEFAULT_BATCH = 1 << 22
+DEFAULT_LOCAL_BUDGET = 1 << 30  # `in_process` runs without Spark, so without its memory settings
 # A round has enough work to share when its workers receive at least this many tuples each on
 # average; below it, max/mean measures hashing noise on a handful of tuples, not balance.
 ENOUGH_WORK = 1000
@@ -39,10 +46,11 @@ MATCH_SAMPLE = 5001  # a count also keeps this many matches, so verifying small 
 
 
 class Batches:
-    """Per-level, per-worker queues of counted prefixes, and the choice of the next batch."""
+    """Per-level, per-worker queues of counted prefixes, and the choice of the next batch. `budget` is
+    B' (proposals per worker per batch), one number or one per level."""
 
-    def __init__(self, levels: int, workers: int, budget: int):
-        self.budget = budget
+    def __init__(self, levels: int, workers: int, budget: int | dict[int, int]):
+        self.budget = budget if isinstance(budget, dict) else dict.fromkeys(range(levels), budget)
         self.queues: dict[int, list[list[Chunk]]] = {j: [[] for _ in range(workers)] for j in range(1, levels)}
         self.consumed = {j: [0] * workers for j in range(1, levels)}
 
@@ -51,16 +59,17 @@ class Batches:
 
     def full(self, level: int) -> bool:
         """BiGJoin's rule: some worker has a full batch waiting."""
-        return max(self.remaining(level), default=0) >= self.budget
+        return max(self.remaining(level), default=0) >= self.budget[level]
 
     def add(self, level: int, chunks: dict[int, list[Chunk]]) -> None:
         for p, new in chunks.items():
             self.queues[level][p].extend(new)
 
-    def advance(self, level: int) -> None:
-        """Mark one batch of `level` as taken; drop the chunks it used up."""
+    def advance(self, level: int, taken: list[int] | None = None) -> None:
+        """Mark one batch of `level` as taken (`taken` per worker, else B' or what was left); drop the
+        chunks it used up."""
         for p, left in enumerate(self.remaining(level)):
-            done = self.consumed[level][p] + min(self.budget, left)
+            done = self.consumed[level][p] + (min(self.budget[level], left) if taken is None else taken[p])
             queue = self.queues[level][p]
             while queue and queue[0].work <= done:
                 done -= queue[0].work
@@ -69,19 +78,49 @@ class Batches:
 
     def queued_batches(self) -> int:
         """At least how many more batches the queued work needs (deeper levels will add more)."""
-        return sum(-(-max(self.remaining(j), default=0) // self.budget) for j in self.queues)
+        return sum(-(-max(self.remaining(j), default=0) // self.budget[j]) for j in self.queues)
 
     def queued_prefixes(self) -> int:
         return sum(c.rows for qs in self.queues.values() for q in qs for c in q)
 
 
+# One help text for --batch, which every BiGJoin variant reads: the CLI shows one flag per name.
+BATCH_HELP = (
+    "B': proposals per worker per batch (bigjoin, bigjoin-carry: pins it at every level instead of "
+    "--memory-budget; bigjoin-s, delta-bigjoin: 4,194,304 unless given)"
+)
+# BiGJoin-S and Delta-BiGJoin: one level per Spark job, B' proposals per worker per batch.
+LEVEL_PARAMS: tuple[Param, ...] = (Param("batch", int, DEFAULT_BATCH, BATCH_HELP),)
+INDEX_BUILDS = ("auto", "driver", "spark")
+# `--index-build auto` builds on the driver up to this many edges (their arrays and the build's
+# working copies take about 40 bytes an edge there); larger graphs are indexed by a Spark job.
+DRIVER_INDEX_MAX_EDGES = 200_000_000
+
+
 class BiGJoin(Implementation):
     name = "bigjoin"
     description = "BiGJoin: Generic Join as a Spark dataflow of count/propose/intersect exchanges, batched"
-    job_class = ExtensionJob
+    job_class: type | None = None  # None: the pipelined dataflow; BiGJoin-S and Delta-BiGJoin name their one-level job
+    dataflow_class: type[DataflowJob] = DataflowJob
     batches_class = Batches
-    params: tuple[Param, ...] = (Param("batch", int, DEFAULT_BATCH, "B': proposals per worker per batch (prefixes in flight)"),)
+    params: tuple[Param, ...] = (
+        Param(
+            "memory_budget",
+            str,
+            None,
+            "bytes of in-flight data per worker (e.g. 512m, 2g), from which B' follows per level "
+            "(default: a quarter of a worker's Spark memory less its index partition)",
+        ),
+        Param("batch", int, None, BATCH_HELP),
+        Param("index_build", str, "auto", "where the index is built: driver, spark, or auto (driver up to 200M edges)"),
+    )
     _sample: np.ndarray | None  # the matches a count kept; None once the graph has changed
+
+    @classmethod
+    def wants_driver_edges(cls, edges: int, params: dict) -> bool:
+        """Whether the index is built from the edges on the driver (read before prepare, as local-gj's)."""
+        build = params.get("index_build") or "auto"
+        return build == "driver" or (build == "auto" and edges <= DRIVER_INDEX_MAX_EDGES)
 
     def prepare(self) -> None:
         ctx = self.ctx
@@ -89,28 +128,87 @@ class BiGJoin(Implementation):
         key = ("partitioned-index", ctx.workers)
         self.index_reused = key in ctx.arrangements
         if not self.index_reused:
-            ctx.arrangements[key] = distributed_index.build(ctx.spark, ctx.edges, ctx.spec.semantics == "undirected", ctx.workers)
+            undirected = ctx.spec.semantics == "undirected"
+            if self.wants_driver_edges(ctx.graph.edges, ctx.params):
+                src, dst = ctx.graph.edge_arrays()
+                ctx.arrangements[key] = distributed_index.build_on_driver(src, dst, undirected, ctx.workers)
+            else:
+                ctx.arrangements[key] = distributed_index.build(ctx.spark, ctx.edges, undirected, ctx.workers)
         self.index = ctx.arrangements[key]
+        if self.job_class is None:
+            self.memory = self.choose_budget()
 
     def configure(self) -> None:
-        """The plan and the batch budget B'."""
+        """The plan and the batch budget: B' (`--batch`) or the memory budget it follows from."""
         ctx = self.ctx
         self.plan = ExtensionPlan.from_spec(ctx.spec)
         self.plan.require_connected_order(ctx.spec)
-        self.budget = self.param("batch")
-        if self.budget < 1:
-            raise DataError(f"--batch (B', proposals per worker per batch) must be at least 1, got {self.budget}")
+        batch = self.param("batch")
+        if batch is not None and batch < 1:
+            raise DataError(f"--batch (B', proposals per worker per batch) must be at least 1, got {batch}")
+        if self.job_class is not None:
+            self.budget = batch
+            return
+        if batch is not None and self.param("memory_budget") is not None:
+            raise DataError("--batch and --memory-budget both set: give one (B' per batch, or the bytes it follows from)")
+        if self.param("index_build") not in INDEX_BUILDS:
+            raise DataError(f"--index-build: '{self.param('index_build')}' is not one of {', '.join(INDEX_BUILDS)}")
+        if self.param("memory_budget") is not None:
+            parse_size(self.param("memory_budget"))  # a bad size fails before the index is built
+
+    def choose_budget(self) -> Budget:
+        """`--batch`, else `--memory-budget`, else the default rule (`budget.default_budget`)."""
+        m, batch, given = self.plan.m, self.param("batch"), self.param("memory_budget")
+        if batch is not None:
+            return Budget(None, batch, m, "--batch")
+        if given is not None:
+            size = parse_size(given)
+            floor = Budget(None, None, m, "").row_bytes(m) + Budget(None, None, m, "").proposal_bytes(0)
+            if size < floor:
+                raise DataError(f"--memory-budget {given}: at least {floor} bytes (one prefix and one proposal)")
+            return Budget(size, None, m, "--memory-budget")
+        memory, where = _worker_memory(self.ctx.spark, self.ctx.workers)
+        budget = default_budget(memory, self.index.partition_bytes())
+        return Budget(budget, None, m, f"default: a quarter of {where} less the index partition")
 
     def job_args(self) -> dict:
         """Extra fields for every job of this implementation."""
         return {}
+
+    local = False  # `in_process`: jobs run in this process, not on Spark
+
+    @classmethod
+    def in_process(cls, spec: JoinSpec, workers: int, index: distributed_index.PartitionedIndex, budget: Budget | None = None):
+        """An instance whose jobs run in this process (`prefix_extension.run_locally`) on a given
+        index: the same dataflow code on the same argument types, without Spark. The warm-up runs
+        it, and the tests run many W and budgets through it quickly. Call `extend`."""
+        impl = cls(RunContext(cast(Any, None), cast(Any, None), spec, workers))
+        impl.configure()
+        impl.index = index
+        impl.memory = budget or Budget(DEFAULT_LOCAL_BUDGET, None, impl.plan.m, "in-process")
+        impl.local = True
+        return impl
+
+    def execute(self, job) -> JobResult:
+        """Run one job on Spark, or in this process (`in_process`)."""
+        return run_locally(job) if self.local else run_job(self.ctx.spark, job)
+
+    def routing_tokens(self) -> np.ndarray:
+        if self.local:  # any distinct longs: run_locally routes by them directly
+            return np.arange(self.ctx.workers, dtype=np.int64) + 100
+        return exchange.routing_tokens(self.ctx.spark, self.ctx.workers)
+
+    def budget_fields(self) -> dict:
+        if self.job_class is not None:
+            return {"batch_per_worker": self.budget}
+        return {"batch_per_worker": self.memory.batch, **self.memory.describe()}
 
     def count(self) -> Outcome:
         count, counters, self._sample = self._run(MATCH_SAMPLE)
         self._sample_complete = len(self._sample) == count
         return Outcome(
             count,
-            counters.report(self.index, self.budget, self.index_reused),
+            counters.report(self.index, self.budget_fields(), self.index_reused),
             metrics={"python_task_s": counters.python_task_s()},
         )
 
@@ -128,52 +226,107 @@ class BiGJoin(Implementation):
             index = self.index
             ranks = index.loop_vertices if self.plan.loop[0] else np.arange(index.vertices)
             return len(ranks), Counters(1), ranks[:match_limit].reshape(-1, 1)
+        if self.job_class is not None:
+            return self.extend_by_level(match_limit)
         return self.extend(match_limit)
 
     def extend(self, match_limit: int) -> tuple[int, Counters, np.ndarray]:
-        """Generic Join to completion, batch by batch: one Spark job per batch, at the level
-        `next_level` picks (the first job seeds level 0 from the index keys). Returns the count, the
-        counters and a sample of up to match_limit matches."""
+        """Generic Join to completion: each Spark job starts at the level `next_level` picks (the first
+        seeds the level-1 queue from the index keys) and carries every level after it, one window of
+        each worker's queue per level. Returns the count, the counters and a sample of matches."""
+        m, workers = self.plan.m, self.ctx.workers
+        batches = self.batches_class(m, workers, {j: self.memory.proposals(j) for j in range(m)})
+
+        def job(level: int, common: dict) -> DataflowJob:
+            levels = range(max(level, 1), m)
+            return self.dataflow_class(
+                budget=self.memory,
+                first=level,
+                queues={j: batches.queues[j] for j in levels},
+                consumed={j: batches.consumed[j] for j in levels},
+                **common,
+            )
+
+        def update(job: DataflowJob, result: JobResult) -> None:
+            for j in job.levels:  # what level j queued for j + 1 first, then what level j + 1 took
+                if j + 1 < m:
+                    batches.add(j + 1, result.chunks(j))
+                if j >= 1:
+                    batches.advance(j, result.taken(j, workers))
+
+        return self._schedule(batches, match_limit, job, update)
+
+    def extend_by_level(self, match_limit: int) -> tuple[int, Counters, np.ndarray]:
+        """BiGJoin-S's and Delta-BiGJoin's schedule: one Spark job per batch, at the level `next_level`
+        picks (the first job seeds level 0 from the index keys)."""
+        m, workers, job_class = self.plan.m, self.ctx.workers, self.job_class
+        assert job_class is not None
+        batches = self.batches_class(m, workers, self.budget)
+
+        def job(level: int, common: dict):
+            return job_class(
+                level=level,
+                budget=self.budget,
+                queues=batches.queues.get(level, [[] for _ in range(workers)]),
+                consumed=batches.consumed.get(level, [0] * workers),
+                **common,
+            )
+
+        def update(job, result: JobResult) -> None:
+            if job.level > 0:  # the seed job takes nothing from a queue
+                batches.advance(job.level)
+            if job.level + 1 < m:
+                batches.add(job.level + 1, result.chunks())
+
+        return self._schedule(batches, match_limit, job, update)
+
+    def _schedule(self, batches: Batches, match_limit: int, make_job, update) -> tuple[int, Counters, np.ndarray]:
+        """The driver's loop: a job at the level `next_level` picks (`make_job(level, common fields)`),
+        run, counted and folded into the queues (`update`), until no work is left. Returns the count,
+        the counters and a sample of up to match_limit matches."""
         ctx, m = self.ctx, self.plan.m
         run_dir = str(self.index.root / f"run-{uuid.uuid4().hex[:8]}")
-        tokens = exchange.routing_tokens(ctx.spark, ctx.workers)
-        batches = self.batches_class(m, ctx.workers, self.budget)
+        common = {
+            "index_root": str(self.index.root),
+            "workers": ctx.workers,
+            "tokens": self.routing_tokens(),
+            "plan": self.plan,
+            "run_dir": run_dir,
+            "match_limit": match_limit,
+            **self.job_args(),
+        }
         counters = Counters(m)
         found: list[np.ndarray] = []
         job_id = 0
         level: int | None = 0
         try:
             while level is not None:
-                job = self.job_class(
-                    index_root=str(self.index.root),
-                    workers=ctx.workers,
-                    tokens=tokens,
-                    plan=self.plan,
-                    level=level,
-                    budget=self.budget,
-                    queues=batches.queues.get(level, [[] for _ in range(ctx.workers)]),
-                    consumed=batches.consumed.get(level, [0] * ctx.workers),
-                    run_dir=run_dir,
-                    job_id=job_id,
-                    match_limit=match_limit,
-                    **self.job_args(),
-                )
+                job = make_job(level, {**common, "job_id": job_id})
                 # The queued work includes this batch's (the seed job's is not queued: live_status counts it).
-                ctx.report(level=level, batches_done=job_id, batches_estimate=job_id + batches.queued_batches())
-                result = run_job(ctx.spark, job)
+                ctx.report(level=level, batches_done=job_id, batches_estimate=job_id + max(1, batches.queued_batches()))
+                result = self.execute(job)
                 counters.add(job, result, batches.queued_prefixes())
-                if level > 0:  # the seed job takes nothing from a queue
-                    batches.advance(level)
-                if level + 1 < m:
-                    batches.add(level + 1, result.chunks())
-                if result.matches:
-                    found.append(result.matches[job.group])
+                update(job, result)
+                found += [result.matches[g] for g in sorted(result.matches)]
                 job_id += 1
                 level = next_level(batches)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         sample = np.concatenate(found)[:match_limit] if found else np.zeros((0, m), np.int32)
         return counters.count, counters, sample
+
+
+_memory_of: dict[tuple[str, int], tuple[int, str]] = {}
+
+
+def _worker_memory(spark, workers: int) -> tuple[int, str]:
+    """`budget.worker_memory` of the session's configuration, read once per session and W."""
+    key = (spark.sparkContext.applicationId, workers)
+    if key not in _memory_of:
+        conf = dict(spark.sparkContext.getConf().getAll())
+        conf["cores"] = str(spark.sparkContext.defaultParallelism)
+        _memory_of[key] = worker_memory(conf, str(spark.sparkContext.master), workers)
+    return _memory_of[key]
 
 
 def next_level(batches: Batches) -> int | None:
@@ -196,7 +349,7 @@ class Counters:
         self.count = 0
         self.prefixes = [0] * (m + 1)  # prefixes[j] = |P_j|
         self.totals = dict.fromkeys(
-            ("count_lookups", "proposals", "probes", "sent_lookups", "lookups_aggregated", *PYTHON_CLOCKS), 0
+            ("count_lookups", "proposals", "probes", "sent_lookups", "lookups_aggregated", "kernels_compiled", *PYTHON_CLOCKS), 0
         )
         self.exchanged = 0
         self.exchanged_remote = 0
@@ -205,27 +358,34 @@ class Counters:
         self.rounds = 0
         self.jobs_per_level = [0] * m
         self.peak_in_flight = 0
+        self.peak_bytes = 0  # held_bytes: all workers in one stage, and one worker in one stage
+        self.peak_bytes_per_worker = 0
         self.peak_queued = 0
+        self.jobs = 0
         self.round_loads: list[list[int]] = []  # tuples received by each worker, per exchange in run order
 
-    def add(self, job: ExtensionJob | GroupJob, result: JobResult, queued: int) -> None:
-        subs = job.jobs if isinstance(job, GroupJob) else [job]
-        offsets = job.offsets if isinstance(job, GroupJob) else [0]
-        for level in {sub.level for sub in subs}:
-            self.jobs_per_level[level] += 1
+    def add(self, job, result: JobResult, queued: int) -> None:
+        """One Spark job's counters: `job.parts()` names the extensions it ran and their stages."""
+        parts = job.parts()
         loads = _received(result)  # (stage, worker)
-        for sub, offset in zip(subs, offsets):  # a pipelined job runs several levels, each from its offset
-            part = result.of_group(sub.group) if len(subs) > 1 else result
-            if sub.level == 0:
+        ran = set()
+        for level, group, offset, exchanges in parts:  # a pipelined job runs several levels, each from its offset
+            part = result.of_group(group) if len(parts) > 1 else result
+            if level == 0:
                 self.prefixes[1] += part.total("held_prefixes")
             else:
-                self.prefixes[sub.level + 1] += part.total("produced")
+                self.prefixes[level + 1] += part.total("produced")
+            if level == 0 or part.total("taken_work") or not isinstance(job, DataflowJob):
+                ran.add(level)
             mine = (loads if part is result else _received(part)).sum(axis=1)
-            for number in range(1, sub.exchanges + 1):
+            for number in range(1, exchanges + 1):
                 stage = offset + number
-                key = f"level{sub.level}.exchange{number}"
+                key = f"level{level}.exchange{number}"
                 self.by_round[key] = self.by_round.get(key, 0) + (int(mine[stage]) if stage < len(mine) else 0)
+        for level in ran:
+            self.jobs_per_level[level] += 1
         self.rounds += job.exchanges
+        self.jobs += 1
         self.count += result.total("counted")
         for name in self.totals:
             self.totals[name] += result.total(name)
@@ -237,6 +397,8 @@ class Counters:
         self.exchanged_remote += sum(result.total(name) for name in FIELDS if name.startswith("sent_remote_"))
         held = result.per_stage("held_prefixes") + result.per_stage("held_candidates")
         self.peak_in_flight = max(self.peak_in_flight, int(held.max(initial=0)))
+        self.peak_bytes = max(self.peak_bytes, int(result.per_stage("held_bytes").max(initial=0)))
+        self.peak_bytes_per_worker = max(self.peak_bytes_per_worker, int(result.per_worker("held_bytes").max(initial=0)))
         self.peak_queued = max(self.peak_queued, queued + result.total("queued_rows"))
 
     def balance(self) -> dict:
@@ -255,9 +417,10 @@ class Counters:
         """Seconds summed over tasks, from their own clocks: where the Python workers' time went."""
         return {name[:-3]: round(self.totals[name] / 1e6, 3) for name in PYTHON_CLOCKS}
 
-    def report(self, index, budget: int, reused: bool) -> dict:
+    def report(self, index, budget: dict, reused: bool) -> dict:
+        """`budget`: the batching it ran with (`BiGJoin.budget_fields`)."""
         return {
-            "batch_per_worker": budget,
+            **budget,
             "prefixes_per_level": {f"P{j}": n for j, n in enumerate(self.prefixes) if j >= 1},
             "count_lookups": self.totals["count_lookups"],
             "proposals": self.totals["proposals"],
@@ -265,14 +428,19 @@ class Counters:
             # BiGJoin-S only: lookups sent as requests, and those saved by aggregating identical keys.
             "distinct_lookups_sent": self.totals["sent_lookups"],
             "lookups_aggregated": self.totals["lookups_aggregated"],
+            # Numba signatures compiled or loaded inside the timed stages: 0 when the workers started warm.
+            "kernels_compiled": self.totals["kernels_compiled"],
             "tuples_exchanged": self.exchanged,
             "tuples_exchanged_remote": self.exchanged_remote,
             "tuples_exchanged_per_round": self.by_round,
             "max_tuples_in_one_round": self.max_round,
             "rounds": self.rounds,
             "batches_per_level": self.jobs_per_level,
+            "spark_jobs": self.jobs,
             "peak_prefixes_in_flight": self.peak_in_flight,
             "peak_prefixes_queued": self.peak_queued,
+            "peak_bytes_in_flight": self.peak_bytes,
+            "peak_bytes_in_flight_per_worker": self.peak_bytes_per_worker,
             "worker_load_per_round": self.round_loads,
             **self.balance(),
             "index": dict(index.describe(), reused=reused),

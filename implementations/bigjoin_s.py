@@ -39,7 +39,7 @@ from .balanced_index import (
     resolver_code,
     resolver_owner,
 )
-from .bigjoin import Batches, BiGJoin
+from .bigjoin import LEVEL_PARAMS, Batches, BiGJoin
 from .constants import BOTH, FORWARD, REVERSE
 from .distributed_index import PartitionedIndex
 from .exchange import BlobKind
@@ -83,7 +83,7 @@ class AllWorkersFull(Batches):
     """BiGJoin-S's batching rule: a level is full when every worker has B' work waiting."""
 
     def full(self, level: int) -> bool:
-        return min(self.remaining(level), default=0) >= self.budget
+        return min(self.remaining(level), default=0) >= self.budget[level]
 
 
 class Lookup(NamedTuple):
@@ -248,7 +248,7 @@ class _BalancedStage(StageBase):
             self.index = Partition.load(job.index_root, p)
         self.phase = job.phases()[stage]
         self.tokens: list[int] = []
-        self.payloads: list[bytes] = []
+        self.payloads: list[exchange.Blob] = []
 
     # --------------------------------------------------------------- stage roles
 
@@ -266,7 +266,7 @@ class _BalancedStage(StageBase):
             self._queue_ranges(data)
         return self.output(self.tokens, self.payloads, final)
 
-    def _send(self, q: int, payload: bytes, remote_field: str, count: int) -> None:
+    def _send(self, q: int, payload: exchange.Blob, remote_field: str, count: int) -> None:
         self.tokens.append(int(self.job.tokens[q]))
         self.payloads.append(payload)
         if q != self.p:
@@ -494,6 +494,7 @@ class BiGJoinS(BiGJoin):
     description = "BiGJoin-S: skew-resilient BiGJoin (balanced indices, aggregated lookups, Balance)"
     job_class = BalancedJob
     batches_class = AllWorkersFull
+    params = LEVEL_PARAMS
 
     def prepare(self) -> None:
         super().prepare()  # the key-partitioned index, shared with bigjoin; ours is derived from it

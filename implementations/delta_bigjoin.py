@@ -36,7 +36,7 @@ from harness.query import default_attribute_order, in_query_order, make_join_spe
 
 from . import exchange, versioned_index
 from .base import BatchOutcome, Outcome, Param
-from .bigjoin import BiGJoin, Counters
+from .bigjoin import LEVEL_PARAMS, BiGJoin, Counters
 from .extension_kernels import IndexPartition, filter_candidates
 from .plan import ExtensionPlan
 from .prefix_extension import (
@@ -121,7 +121,7 @@ class DeltaBiGJoin(BiGJoin):
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
     job_class = DeltaJob
     maintains_updates = True
-    params = BiGJoin.params + (
+    params = LEVEL_PARAMS + (
         Param("changes", int, 0, "with --updates: record up to N changed matches per batch"),
         Param(
             "compact_ratio",
@@ -136,6 +136,10 @@ class DeltaBiGJoin(BiGJoin):
             "without an update stream: insert every edge into the empty graph in this many batches",
         ),
     )
+
+    @classmethod
+    def wants_driver_edges(cls, edges: int, params: dict) -> bool:
+        return False  # its index is built from the update stream's initial graph, by Spark
 
     def prepare(self) -> None:
         ctx = self.ctx
@@ -247,7 +251,7 @@ class DeltaBiGJoin(BiGJoin):
         counters = Counters(m)
         counters.add(grouped, result, 0)
         delta = sum(sign * result.of_group(g).total("counted") for g, sign in sign_of.items())
-        report = counters.report(index, self.budget, False)
+        report = counters.report(index, self.budget_fields(), False)
         changes, truncated = None, False
         if self.change_limit:
             last = len(queries) * (m - 2)  # the groups of the last level count (and sample) the matches

@@ -3,11 +3,17 @@
 Rows through a shuffle cost far more than bytes, so a worker packs everything it sends to one
 destination into a few binary blobs (columns of numpy arrays) and Spark shuffles those. Each blob
 carries a routing token: a long whose Spark hash partition (`repartition(W, "token")`) is exactly
-the destination worker, so the receiving task's partition id is the worker id."""
+the destination worker, so the receiving task's partition id is the worker id.
+
+A blob is one numpy byte buffer: a header of int64s (magic, kind, destination, sender, sequence,
+meta, then each array's dtype and length) and the arrays, each padded to 8 bytes, so the receiver's
+views of them are aligned and need no copy. It goes to Spark as its own Arrow record batch, built
+over that buffer without copying it (one batch per blob keeps every Arrow binary array far below
+its 2 GiB limit). The receiver orders blobs by (sender, sequence): a task re-executed after an
+executor loss receives the same blobs in the same order, whatever order the shuffle fetched them in."""
 
 from __future__ import annotations
 
-import zlib
 from enum import IntEnum
 
 import numpy as np
@@ -26,6 +32,7 @@ class BlobKind(IntEnum):
     RANGES = 5  # BiGJoin-S: prefixes with their share of a proposal range
     LOOKUPS = 6  # BiGJoin-S: requests to a resolver or membership owner
     ANSWERS = 7  # BiGJoin-S: the answers to LOOKUPS
+    FAMILIES = 8  # bigjoin-carry: a prefix's candidate set with the members one worker extends
     EDGES = 10  # (key, value, kind) index entries on their way to the key's owner
     RESOLVER = 11  # BiGJoin-S index entries on their way to their resolver owner
     MEMBERSHIP = 12  # BiGJoin-S index entries on their way to their membership owner
@@ -36,11 +43,14 @@ class BlobKind(IntEnum):
     CELL = 30  # Shares: one cell's result (was 20, the number OPS has)
 
 
+Blob = np.ndarray  # a packed blob: uint8, header then arrays (`pack`)
 SCHEMA = StructType([StructField("token", LongType()), StructField("payload", BinaryType())])  # parsed once
-MAGIC = 0x5047_4A42  # "BJGP"
-_DTYPES: dict[int, np.dtype] = {1: np.dtype(np.int32), 2: np.dtype(np.int64), 3: np.dtype(np.int8)}
+MAGIC = 0x5047_4A43  # "CJGP": the header with sender and sequence
+_DTYPES: dict[int, np.dtype] = {1: np.dtype(np.int32), 2: np.dtype(np.int64), 3: np.dtype(np.int8), 4: np.dtype(np.uint8)}
 _CODES = {v: k for k, v in _DTYPES.items()}
-MAX_BLOB_BYTES = 64 << 20
+_FIXED = 7  # magic, kind, dest, sender, seq, number of meta fields, number of arrays
+MAX_BLOB_BYTES = 8 << 20  # 64 MiB blobs cost the JVM 3x the time per byte (triangle, R-MAT 18)
+TO_DRIVER = -1  # the destination (and token) of a blob the driver collects
 
 
 _tokens: dict[tuple[str, int], np.ndarray] = {}
@@ -63,77 +73,151 @@ def routing_tokens(spark, workers: int) -> np.ndarray:
     return _tokens[key]
 
 
-def pack(kind: int, dest: int, arrays: list[np.ndarray], meta: tuple[int, ...] = ()) -> bytes:
-    """One blob: a header (magic, kind, destination, meta, dtypes and lengths) then the raw arrays."""
-    arrays = [np.ascontiguousarray(a) for a in arrays]
-    header = [MAGIC, kind, dest, len(meta), len(arrays), *meta]
+def _padded(nbytes: int) -> int:
+    return (nbytes + 7) & ~7
+
+
+class _Sequence:
+    """The running task's blob counter: restarts at 0 for every task attempt, so a re-executed task
+    numbers its blobs as its first attempt did."""
+
+    attempt = -2
+    next = 0
+
+    @classmethod
+    def take(cls) -> tuple[int, int]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        attempt = int(context.taskAttemptId()) if context is not None else -1
+        if attempt != cls.attempt:
+            cls.attempt, cls.next = attempt, 0
+        seq = cls.next
+        cls.next += 1
+        return (context.partitionId() if context is not None else -1), seq
+
+
+def pack(kind: int, dest: int, arrays: list[np.ndarray], meta: tuple[int, ...] = ()) -> np.ndarray:
+    """One blob (a uint8 buffer): the header then the arrays, each copied once, 8-byte aligned."""
+    sender, seq = _Sequence.take()
+    arrays = [np.asarray(a) for a in arrays]
+    header = [MAGIC, kind, dest, sender, seq, len(meta), len(arrays), *meta]
     for a in arrays:
         header += [_CODES[a.dtype], a.size]
-    return b"".join([np.asarray(header, dtype=np.int64).tobytes()] + [a.tobytes() for a in arrays])
+    head = np.asarray(header, dtype=np.int64)
+    out = np.empty(head.nbytes + sum(_padded(a.nbytes) for a in arrays), dtype=np.uint8)
+    out[: head.nbytes] = head.view(np.uint8)
+    at = head.nbytes
+    for a in arrays:
+        out[at : at + a.nbytes] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+        at += _padded(a.nbytes)
+    return out
+
+
+def layout(kind: int, blobs: list) -> tuple[np.ndarray, list[tuple[int, int, list[int]]]]:
+    """Empty blobs of `kind`, back to back in one buffer, for a kernel to fill in place (the one copy
+    of the data is the kernel's write). `blobs` gives each one's (destination, meta, [(dtype, size) of
+    each array]). Returns the buffer and, per blob, (start, end, byte offset of each array)."""
+    heads, places, total = [], [], 0
+    for dest, meta, columns in blobs:
+        sender, seq = _Sequence.take()
+        header = [MAGIC, kind, dest, sender, seq, len(meta), len(columns), *meta]
+        for dtype, size in columns:
+            header += [_CODES[np.dtype(dtype)], size]
+        head = np.asarray(header, dtype=np.int64)
+        start, at, offsets = total, total + head.nbytes, []
+        for dtype, size in columns:
+            offsets.append(at)
+            at += _padded(np.dtype(dtype).itemsize * size)
+        heads.append(head)
+        places.append((start, at, offsets))
+        total = at
+    out = np.empty(total, dtype=np.uint8)
+    for head, (start, _, _) in zip(heads, places):
+        out[start : start + head.nbytes] = head.view(np.uint8)
+    return out, places
 
 
 def unpack(buf) -> tuple[int, int, tuple[int, ...], list[np.ndarray]]:
-    """(kind, destination, meta, arrays) of a blob, without copying the arrays."""
-    head = np.frombuffer(buf, dtype=np.int64, count=5)
-    if head[0] != MAGIC:
-        raise ExecutionError("corrupt exchange blob (bad magic)")
-    kind, dest, n_meta, n_arrays = (int(x) for x in head[1:])
-    rest = np.frombuffer(buf, dtype=np.int64, count=5 + n_meta + 2 * n_arrays)
-    meta = tuple(int(x) for x in rest[5 : 5 + n_meta])
-    offset = 8 * len(rest)
-    arrays = []
-    for i in range(n_arrays):
-        dtype, size = _DTYPES[int(rest[5 + n_meta + 2 * i])], int(rest[6 + n_meta + 2 * i])
-        arrays.append(np.frombuffer(buf, dtype=dtype, count=size, offset=offset))
-        offset += size * dtype.itemsize
+    """(kind, destination, meta, arrays) of a blob, as read-only views (no copy)."""
+    kind, dest, _, _, meta, arrays = _parse(buf)
     return kind, dest, meta, arrays
 
 
+def _parse(buf) -> tuple[int, int, int, int, tuple[int, ...], list[np.ndarray]]:
+    head = np.frombuffer(buf, dtype=np.int64, count=_FIXED)
+    if head[0] != MAGIC:
+        raise ExecutionError("corrupt exchange blob (bad magic)")
+    kind, dest, sender, seq, n_meta, n_arrays = (int(x) for x in head[1:])
+    rest = np.frombuffer(buf, dtype=np.int64, count=_FIXED + n_meta + 2 * n_arrays)
+    meta = tuple(int(x) for x in rest[_FIXED : _FIXED + n_meta])
+    offset = 8 * len(rest)
+    arrays = []
+    for i in range(n_arrays):
+        dtype, size = _DTYPES[int(rest[_FIXED + n_meta + 2 * i])], int(rest[_FIXED + 1 + n_meta + 2 * i])
+        arrays.append(np.frombuffer(buf, dtype=dtype, count=size, offset=offset))
+        offset += _padded(size * dtype.itemsize)
+    return kind, dest, sender, seq, meta, arrays
+
+
 def by_destination(dest: np.ndarray, workers: int):
-    """(worker, positions of the items bound for it), for every worker that gets any, in order."""
+    """(worker, positions of the items bound for it), for every worker that gets any, in order:
+    one counting pass, positions ascending within each worker."""
+    dest = np.asarray(dest, dtype=np.int64)
+    counts = np.bincount(dest, minlength=workers)
+    if counts.max(initial=0) == len(dest):  # everything to one worker: no sort at all
+        if len(dest):
+            yield int(dest[0]), np.arange(len(dest))
+        return
     order = np.argsort(dest, kind="stable")
-    bounds = np.searchsorted(dest[order], np.arange(workers + 1))
+    bounds = np.concatenate([[0], np.cumsum(counts)])
     for q in range(workers):
         if bounds[q + 1] > bounds[q]:
             yield q, order[bounds[q] : bounds[q + 1]]
 
 
-def split(kind: int, owners: np.ndarray, arrays: list[np.ndarray], workers: int) -> dict[int, bytes]:
+def split(kind: int, owners: np.ndarray, arrays: list[np.ndarray], workers: int) -> dict[int, np.ndarray]:
     """{owner: blob}: the rows of `arrays` split by owner, one blob of `kind` per owner."""
     return {q: pack(kind, q, [a[sel] for a in arrays]) for q, sel in by_destination(owners, workers)}
 
 
 def route(
     kind: int, owners: np.ndarray, arrays: list[np.ndarray], tokens: np.ndarray, workers: int
-) -> tuple[list[int], list[bytes]]:
+) -> tuple[list[int], list[np.ndarray]]:
     """(routing tokens, blobs): `split`, addressed for a shuffle."""
     parts = split(kind, owners, arrays, workers)
     return [int(tokens[q]) for q in parts], list(parts.values())
 
 
-def blobs_batch(tokens: list[int], payloads: list[bytes]):
+def blob_batches(tokens: list[int], payloads: list):
+    """One Arrow record batch per blob, built over the blob's own buffer (no copy)."""
     import pyarrow as pa
 
-    return pa.RecordBatch.from_arrays([pa.array(tokens, pa.int64()), pa.array(payloads, pa.binary())], names=["token", "payload"])
+    for token, payload in zip(tokens, payloads):
+        data = np.frombuffer(payload, dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload
+        offsets = np.array([0, len(data)], dtype=np.int32)
+        blob = pa.Array.from_buffers(pa.binary(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        yield pa.RecordBatch.from_arrays([pa.array([token], pa.int64()), blob], names=["token", "payload"])
+
+
+def blobs_of(batch) -> list[np.ndarray]:
+    """The blobs of one Arrow record batch of SCHEMA, as views of its data buffer."""
+    column = batch.column(1)
+    _, offsets_buf, data = column.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=len(column) + 1, offset=column.offset * 4)
+    whole = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return [whole[offsets[i] : offsets[i + 1]] for i in range(len(column))]
 
 
 def received(iterator, partition: int):
-    """Unpack every blob a task received, checking that each was routed to this worker.
-
-    Blobs come in an order fixed by their content, not by the order the shuffle fetched them in, so
-    a task re-executed after an executor loss computes (and writes) exactly what its first attempt did."""
-    buffers = [batch.column(1)[i].as_buffer() for batch in iterator for i in range(batch.num_rows)]
-    buffers.sort(key=_content_key)
-    for buf in buffers:
-        kind, dest, meta, arrays = unpack(buf)
+    """Unpack every blob a task received, in (sender, sequence) order, checking that each was routed
+    to this worker. Yields (kind, meta, arrays), the arrays read-only views of the received data."""
+    parsed = [_parse(buf) for batch in iterator for buf in blobs_of(batch)]
+    parsed.sort(key=lambda blob: (blob[2], blob[3]))
+    for kind, dest, _, _, meta, arrays in parsed:
         if dest != partition:
             raise ExecutionError(f"blob for worker {dest} arrived at worker {partition}: routing tokens are stale")
         yield kind, meta, arrays
-
-
-def _content_key(buf) -> tuple[int, int, int]:
-    view = memoryview(buf)
-    return len(view), zlib.crc32(view), zlib.adler32(view)
 
 
 def current_partition() -> int:

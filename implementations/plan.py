@@ -5,6 +5,7 @@ One plan serves `local-gj` and every BiGJoin variant."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -12,6 +13,19 @@ from harness.errors import DataError
 from harness.query import JoinSpec
 
 from .constants import BOTH, CURRENT, FORWARD, OLD, REVERSE
+
+
+class KernelPlan(NamedTuple):
+    """The plan's arrays as the dataflow kernels take them: one argument instead of eight."""
+
+    rel_count: np.ndarray
+    rel_pos: np.ndarray
+    rel_kind: np.ndarray
+    rel_view: np.ndarray
+    above: np.ndarray
+    below: np.ndarray
+    differ: np.ndarray
+    loop: np.ndarray
 
 
 @dataclass
@@ -81,6 +95,13 @@ class ExtensionPlan:
             late, early = (x, y) if at[x] > at[y] else (y, x)
             plan.differ[at[late], at[early]] = True
         return plan
+
+    @property
+    def kernel(self) -> KernelPlan:
+        """The arrays as one argument of the dataflow kernels."""
+        return KernelPlan(
+            self.rel_count, self.rel_pos, self.rel_kind, self.rel_view, self.above, self.below, self.differ, self.loop
+        )
 
     def require_connected_order(self, spec: JoinSpec) -> None:
         """Dataflow joins extend prefixes through relations: every position after the first needs one."""

@@ -83,6 +83,9 @@ FIELDS = (
     "counted",
     "queued_rows",
     "queued_work",
+    "taken_work",
+    "held_bytes",
+    "kernels_compiled",
     "group",
     "attempt",
     "kernel_us",
@@ -138,6 +141,14 @@ class ExtensionJob:
         and the driver reads only the files of the attempts whose results it received."""
         group = self.group if group is None else group
         return os.path.join(self.run_dir, f"L{level}", f"p{worker}", f"j{self.job_id:06d}-g{group}-s{stage}-a{attempt}.bin")
+
+    def queued_chunk_path(self, group: int, worker: int, stage: int, attempt: int) -> str:
+        """The chunk a stats row with `queued_rows` names: the level after the job's."""
+        return self.chunk_path(self.level + 1, worker, stage, attempt, group)
+
+    def parts(self) -> list[tuple[int, int, int, int]]:
+        """(level, group, first stage, exchanges) of every extension the Spark job runs."""
+        return [(self.level, self.group, 0, self.exchanges)]
 
     def cleanup(self) -> None:
         """Called by the driver once the job's results are in."""
@@ -203,7 +214,7 @@ class GroupJob:
     the blobs it returns travel to the driver (JobResult.reports)."""
 
     jobs: list[ExtensionJob]
-    prelude: Callable[[Iterator, int], list[bytes]] | None = (
+    prelude: Callable[[Iterator, int], list[exchange.Blob]] | None = (
         None  # (input iterator, worker) -> blobs, e.g. applying an update batch
     )
     offsets: list[int] = field(default_factory=list)
@@ -225,6 +236,13 @@ class GroupJob:
 
     def chunk_path(self, level: int, worker: int, stage: int, attempt: int, group: int | None = None) -> str:
         return self.jobs[0].chunk_path(level, worker, stage, attempt, group)
+
+    def queued_chunk_path(self, group: int, worker: int, stage: int, attempt: int) -> str:
+        job = next(job for job in self.jobs if job.group == group)
+        return job.queued_chunk_path(group, worker, stage, attempt)
+
+    def parts(self) -> list[tuple[int, int, int, int]]:
+        return [(job.level, job.group, offset, job.exchanges) for job, offset in zip(self.jobs, self.offsets)]
 
     def cleanup(self) -> None:
         for job in self.jobs:
@@ -265,9 +283,9 @@ class GroupJob:
 
         return run_stage
 
-    def _carry(self, reports: list[bytes], p: int, final: bool):
+    def _carry(self, reports: list[exchange.Blob], p: int, final: bool):
         if reports:
-            yield exchange.blobs_batch([-1 if final else int(self.jobs[0].tokens[p])] * len(reports), reports)
+            yield from exchange.blob_batches([-1 if final else int(self.jobs[0].tokens[p])] * len(reports), reports)
 
 
 class _Items:
@@ -355,7 +373,7 @@ ITEM_KINDS: dict[int, type] = {BlobKind.CANDIDATES: Candidates, BlobKind.PREFIXE
 _ItemsT = TypeVar("_ItemsT", bound=_Items)
 
 
-def pack_items(items: _Items, dest: int, group: int = 0) -> bytes:
+def pack_items(items: _Items, dest: int, group: int = 0) -> exchange.Blob:
     """meta: (rows, prefix width, group); every blob of this module ends its meta with its group."""
     arrays = [getattr(items, f) for f in type(items).__dataclass_fields__]
     arrays[0] = arrays[0].ravel()
@@ -449,7 +467,7 @@ class StageBase:
             return False
         return True
 
-    def output(self, tokens: list[int], payloads: list[bytes], final: bool):
+    def output(self, tokens: list[int], payloads: list[exchange.Blob], final: bool):
         """The data blobs plus this worker's counters and matches: to itself for the next stage, or
         (after the last stage) to the driver."""
         self.stats.append(self.record[None, :])
@@ -460,9 +478,9 @@ class StageBase:
             found = np.concatenate(self.matches)[: self.job.match_limit]
             side.append(exchange.pack(BlobKind.MATCHES, self.p, [found.ravel()], (*found.shape, group)))
         if final:
-            return [exchange.blobs_batch([-1] * len(side), side)]
+            return list(exchange.blob_batches([-1] * len(side), side))
         tokens = tokens + [int(self.job.tokens[self.p])] * len(side)
-        return [exchange.blobs_batch(tokens, payloads + side)]
+        return list(exchange.blob_batches(tokens, payloads + side))
 
 
 class Stage(StageBase):
@@ -514,6 +532,7 @@ class Stage(StageBase):
                 cands.prefix,
                 cands.mask,
                 cands.lengths,
+                cands.values,
                 cands.values,
                 plan.rel_count,
                 plan.rel_pos,
@@ -651,6 +670,11 @@ class JobResult:
     def total(self, name: str) -> int:
         return int(self.stats[:, F[name]].sum())
 
+    def taken(self, group: int, workers: int) -> list[int]:
+        """Work each worker's window took from its queue, for the extension `group`."""
+        rows = self.stats[self.stats[:, F["group"]] == group]
+        return np.bincount(rows[:, F["worker"]], weights=rows[:, F["taken_work"]], minlength=workers).astype(np.int64).tolist()
+
     def per_worker(self, name: str) -> np.ndarray:
         """(stages, workers) matrix of one counter."""
         stages = int(self.stats[:, F["stage"]].max()) + 1 if len(self.stats) else 0
@@ -663,17 +687,67 @@ class JobResult:
         return self.per_worker(name).sum(axis=1)
 
 
-def run_job(spark, job: ExtensionJob | GroupJob) -> JobResult:
+def run_job(spark, job) -> JobResult:
     """Run one batch as one Spark job: a start stage then `job.exchanges` shuffled stages."""
     hops = job.exchanges
     df = spark.range(0, job.workers, 1, job.workers).mapInArrow(job.start_task(hops == 0), exchange.SCHEMA)
     for number in range(1, hops + 1):
         df = df.repartition(job.workers, "token").mapInArrow(job.stage_task(number, number == hops), exchange.SCHEMA)
+    return job_result(job, [blob for batch in df.toArrow().to_batches() for blob in exchange.blobs_of(batch)])
+
+
+def run_locally(job) -> JobResult:
+    """What `run_job` computes, in this process: every task called in turn under a task context of its
+    own, each stage's blobs handed to the worker their token names. For warm-ups and tests: the same
+    code the Spark tasks run, on the same argument types, without Spark."""
+    worker_of = {int(token): p for p, token in enumerate(job.tokens)}
+    hops = job.exchanges
+    outputs = {p: _as_task(p, 0, job.start_task(hops == 0), []) for p in range(job.workers)}
+    for number in range(1, hops + 1):
+        inbox: dict[int, list] = {p: [] for p in range(job.workers)}
+        for batches in outputs.values():
+            for batch in batches:
+                inbox[worker_of[int(batch.column(0)[0].as_py())]].append(batch)
+        outputs = {p: _as_task(p, number, job.stage_task(number, number == hops), inbox[p]) for p in range(job.workers)}
+    return job_result(job, [blob for batches in outputs.values() for batch in batches for blob in exchange.blobs_of(batch)])
+
+
+def _as_task(p: int, stage: int, task, batches: list) -> list:
+    """Run one task's function to completion as Spark would, with a task context naming worker p."""
+    from pyspark import TaskContext
+
+    context = object.__new__(TaskContext)
+    context._partitionId, context._stageId, context._attemptNumber, context._taskAttemptId = p, stage, 0, 1000 * stage + p
+    previous = TaskContext.get()
+    TaskContext._setTaskContext(context)
+    try:
+        return [out.slice(i, 1) for out in task(iter(_through_ipc(batches))) for i in range(out.num_rows)]
+    finally:
+        TaskContext._setTaskContext(previous)
+
+
+def _through_ipc(batches: list) -> list:
+    """The batches as a Python worker receives them from the JVM: read from an Arrow IPC stream, so
+    their buffers are read-only, as in a Spark task."""
+    import pyarrow as pa
+
+    if not batches:
+        return []
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    return list(pa.ipc.open_stream(sink.getvalue()))
+
+
+def job_result(job, payloads: list) -> JobResult:
+    """The driver's reading of a job's output blobs: counters, sampled matches, a prelude's reports,
+    and the queue chunks the counters name."""
     blocks: list[np.ndarray] = []
     matches: dict[int, list[np.ndarray]] = {}
     reports: list[tuple[int, int, np.ndarray]] = []
-    for row in df.collect():
-        kind, dest, meta, arrays = exchange.unpack(bytes(row.payload))
+    for payload in payloads:
+        kind, dest, meta, arrays = exchange.unpack(payload)
         if kind == BlobKind.STATS:
             blocks.append(arrays[0].reshape(meta[:2]))
         elif kind == BlobKind.MATCHES:
@@ -686,7 +760,7 @@ def run_job(spark, job: ExtensionJob | GroupJob) -> JobResult:
     for rec in stats:
         if rec[F["queued_rows"]]:
             p, stage, group = int(rec[F["worker"]]), int(rec[F["stage"]]), int(rec[F["group"]])
-            path = job.chunk_path(job.level + 1, p, stage, int(rec[F["attempt"]]), group)
+            path = job.queued_chunk_path(group, p, stage, int(rec[F["attempt"]]))
             chunk = Chunk(path, int(rec[F["queued_rows"]]), int(rec[F["queued_work"]]))
             result.new_chunks.setdefault(group, {}).setdefault(p, []).append(chunk)
     return result

@@ -296,6 +296,6 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
         join_us = lap()
         found = ids[out[: min(count, limit)]].ravel()
         meta = (int(count), n, join_us, build_us, unpack_us, read_us)
-        yield exchange.blobs_batch([cell], [exchange.pack(BlobKind.CELL, cell, [received, work, found], meta)])
+        yield from exchange.blob_batches([cell], [exchange.pack(BlobKind.CELL, cell, [received, work, found], meta)])
 
     return join

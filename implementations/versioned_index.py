@@ -87,7 +87,7 @@ def load_view(root: str, p: int, b: int, k: int) -> tuple[IndexPartition, np.nda
     maintained, so the loop vertices are empty. One view per worker is cached per process."""
     cached = _views.get((root, p))
     if cached is None or cached[0] != (b, k):
-        ix = IndexPartition(Lists(*_load_lists(os.path.join(base_dir(root, b), f"p{p}"))), _overlay(root, k, p))
+        ix = IndexPartition(Lists.of(*_load_lists(os.path.join(base_dir(root, b), f"p{p}"))), _overlay(root, k, p))
         _views[(root, p)] = cached = ((b, k), (ix, NO_LOOPS))
     return cached[1]
 
@@ -188,7 +188,7 @@ def _route_pairs(ranking, workers: int, tokens: np.ndarray):
                 BlobKind.HOMED, owners, [s[rows].astype(np.int32), d[rows].astype(np.int32)], tokens, workers
             )
             if payloads:
-                yield exchange.blobs_batch(out_tokens, payloads)
+                yield from exchange.blob_batches(out_tokens, payloads)
 
     return route
 
@@ -199,7 +199,7 @@ def _home_pairs(root: str):
         parts = [arrays for _, _, arrays in exchange.received(iterator, p)]
         codes = np.unique(np.concatenate([edge_code(a[0], a[1]) for a in parts])) if parts else np.zeros(0, np.int64)
         _save(os.path.join(root, "edges-0"), **{f"p{p}": codes})
-        yield exchange.blobs_batch([-1], [exchange.pack(BlobKind.HOMED, p, [np.array([len(codes)], np.int64)])])
+        yield from exchange.blob_batches([-1], [exchange.pack(BlobKind.HOMED, p, [np.array([len(codes)], np.int64)])])
 
     return home
 
@@ -218,7 +218,7 @@ class BatchUpdate:
     version: int
     old_base: int
     compact: bool
-    prelude: Callable[[Iterator, int], list[bytes]]
+    prelude: Callable[[Iterator, int], list[exchange.Blob]]
 
     def finish(self, reports: list[tuple[int, int, np.ndarray]]) -> np.ndarray:
         """Per-worker UPDATE_FIELDS counters, from the (kind, worker, counters) reports."""
@@ -289,11 +289,11 @@ class EdgeSet:
         return all_codes[order], np.concatenate([self.present[keep], present])[order]
 
 
-def _apply_batch(root: str, workers: int, undirected: bool, k: int, b: int, compact: bool, homed: dict[int, bytes]):
+def _apply_batch(root: str, workers: int, undirected: bool, k: int, b: int, compact: bool, homed: dict[int, exchange.Blob]):
     """At worker p: apply the updates it was handed (set semantics, in order) to its copy of the edge
     set, then the net changes of the lists it owns to its overlay; returns its reports as blobs."""
 
-    def apply(iterator, p: int) -> list[bytes]:
+    def apply(iterator, p: int) -> list[exchange.Blob]:
         for _ in iterator:
             pass
         keys, values, kinds, diffs, counters = _apply_updates(root, workers, undirected, k, b, compact, p, homed.get(p))
@@ -304,7 +304,7 @@ def _apply_batch(root: str, workers: int, undirected: bool, k: int, b: int, comp
     return apply
 
 
-def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, compact: bool, p: int, blob: bytes | None):
+def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, compact: bool, p: int, blob: exchange.Blob | None):
     """(keys, values, kinds, diffs, counters): the net changes of the relation entries keyed at p, and
     the UPDATE_FIELDS counters of the pairs homed at p."""
     arrays: list[np.ndarray] = (
@@ -372,10 +372,10 @@ def _lookup_state(touched: np.ndarray, state: np.ndarray, codes: np.ndarray, edg
     return out
 
 
-def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, values, kinds, diffs) -> list[bytes]:
+def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, values, kinds, diffs) -> list[exchange.Blob]:
     """Overlay k of worker p (after folding overlay k - 1 into base k if asked) and the seeds, from
     the net changes of its lists; returns its INDEX_STATS report."""
-    base = Lists(*_load_lists(os.path.join(base_dir(root, b), f"p{p}")))
+    base = Lists.of(*_load_lists(os.path.join(base_dir(root, b), f"p{p}")))
     previous = _overlay(root, k - 1, p)
     base_values = (base.forward, base.reverse)  # by row: 0 forward, 1 reverse
     previous_values, previous_signs = (previous.forward, previous.reverse), (previous.forward_sign, previous.reverse_sign)
@@ -395,7 +395,7 @@ def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, value
             for row in (0, 1)
         ]
         offsets = np.stack([_offsets(counts) for counts, _ in lists])
-        base = Lists(all_keys, offsets, lists[0][1], lists[1][1])
+        base = Lists.of(all_keys, offsets, lists[0][1], lists[1][1])
         _save(os.path.join(base_dir(root, k), f"p{p}"), keys=all_keys, offsets=offsets, forward=lists[0][1], reverse=lists[1][1])
         previous = NO_CHANGES
     # The delta queries start here: every change with its key local (key, value, diff, 0 forward | 1 reverse).

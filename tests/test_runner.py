@@ -80,7 +80,16 @@ def test_record_schema_and_spark_counters(runner):
 
 def test_spark_floor_repeats_the_phase_shape_with_empty_jobs(runner):
     """spark_floor times empty jobs with the stages of each job of the run's phase, W tasks each."""
-    record = runner.run(RunRequest("triangle", "rmat:scale=8,ef=6,seed=3", "bigjoin", oracle="networkx", spark_floor=True))
+    record = runner.run(
+        RunRequest(
+            "triangle",
+            "rmat:scale=8,ef=6,seed=3",
+            "bigjoin",
+            oracle="networkx",
+            spark_floor=True,
+            params={"index_build": "spark"},
+        )
+    )
     assert record["status"] == "OK", record.get("error")
     m = record["metrics"]
     for phase in ("index", "query"):

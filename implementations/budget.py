@@ -1,0 +1,98 @@
+"""The memory budget of the BiGJoin dataflow (§3.1.2, Lemma 3.1): bytes of in-flight data per worker,
+from which B', the proposals one worker makes per batch, follows per level.
+
+What a batch at level j holds in flight at the worker that proposes it, at most:
+  per prefix in its window   the queued row and its candidate row: (j + 3) + (j + 2) int32s;
+  per proposal               the candidate (one int32) and, unless j is the last level, the (j+1)-prefix
+                             it becomes if every relation agrees: (j + 1) + 3 int32s.
+A window takes queued prefixes until those bytes reach the budget, so a batch never holds more; B'
+of level j is the budget over the bytes of one proposal (what a window of a single long list takes).
+`--batch` pins B' instead, the same at every level, and the window then counts proposals only."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from harness.errors import DataError
+
+INT = 4  # bytes of an int32
+MIN_BUDGET = 16 << 20
+MAX_BUDGET = 4 << 30
+# The share of a worker's memory the default budget takes: in-flight data is also copied into the
+# outgoing blobs and through the JVM's Arrow buffers, and the index and the interpreter need the rest.
+WORKER_MEMORY_SHARE = 4
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str, key: str = "--memory-budget") -> int:
+    """Bytes from '512m', '1g', '1.5GiB' or a plain number of bytes."""
+    found = _SIZE.match(str(text))
+    if not found:
+        raise DataError(f"{key}: '{text}' is not a size (e.g. 512m, 2g or a number of bytes)")
+    number, unit = found.groups()
+    return int(float(number) * 1024 ** "bkmgt".index((unit or "b").lower()))
+
+
+def human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(n)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Either a byte budget per worker (`bytes`) or a pinned B' (`batch`)."""
+
+    bytes: int | None
+    batch: int | None
+    m: int  # attributes of the query
+    source: str  # how it was chosen, for the record
+
+    def row_bytes(self, level: int) -> int:
+        """In-flight bytes of one prefix of a level-`level` window, whatever its proposals."""
+        return INT * ((level + 3) + (level + 2))
+
+    def proposal_bytes(self, level: int) -> int:
+        return INT * (1 + (0 if level + 1 == self.m else level + 4))
+
+    def proposals(self, level: int) -> int:
+        """B' of `level`: the most proposals one worker makes in one batch."""
+        if self.batch is not None:
+            return self.batch
+        assert self.bytes is not None
+        return max(1, self.bytes // self.proposal_bytes(level))
+
+    def describe(self) -> dict:
+        levels = range(1, self.m)
+        return {
+            "memory_budget_bytes": self.bytes,
+            "memory_budget": human(self.bytes) if self.bytes is not None else None,
+            "budget_source": self.source,
+            "batch_per_level": {f"L{j}": self.proposals(j) for j in levels},
+        }
+
+
+def worker_memory(conf: dict, master: str, workers: int) -> tuple[int, str]:
+    """(bytes, where from) of the memory Spark gives one worker: its executor's heap (the driver's, in
+    local mode) over the tasks that executor runs at once, plus its share of the Python memory Spark
+    grants (spark.executor.pyspark.memory), if any."""
+    local = master.startswith("local")
+    heap_key = "spark.driver.memory" if local else "spark.executor.memory"
+    heap = parse_size(conf.get(heap_key, "1g"), heap_key)
+    if local:
+        found = re.match(r"local\[(\d+|\*)", master)
+        slots = int(found.group(1)) if found and found.group(1) != "*" else int(conf.get("cores", 1))
+    else:
+        slots = int(conf.get("spark.executor.cores", 1))
+    slots = max(1, min(slots, workers)) if local else max(1, slots)
+    python = parse_size(conf["spark.executor.pyspark.memory"]) if conf.get("spark.executor.pyspark.memory") else 0
+    return (heap + python) // slots, f"{heap_key}={conf.get(heap_key, '1g')} over {slots} task slot(s)"
+
+
+def default_budget(worker_bytes: int, index_bytes: int) -> int:
+    """The default: a quarter of a worker's memory, less its index partition, within [16 MiB, 4 GiB]."""
+    return int(min(MAX_BUDGET, max(MIN_BUDGET, worker_bytes // WORKER_MEMORY_SHARE - index_bytes)))

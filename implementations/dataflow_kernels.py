@@ -1,0 +1,398 @@
+"""Numba kernels of the pipelined BiGJoin dataflow (`dataflow`) beyond the shared lookups of
+`extension_kernels`: turning agreed candidates into the next level's prefix rows, and writing items
+straight into the blobs of their destinations (one write per value on its way out).
+
+Items travel as int32 rows: a candidate row is (prefix, mask, length) with its `length` values in a
+separate column; a prefix row is (prefix, mask, min_rel, min_count)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .constants import BOTH, FORWARD, INT32_MAX, REVERSE
+from .csr import intersect, lower_bound
+from .extension_kernels import _emit, admissible, list_ranges, narrow, value_bounds
+from .keys import owner
+
+
+@njit(cache=True)
+def extend_rows(rows, values, level, take, mask):
+    """The (level+1)-prefix rows (prefix, value, mask, -1, INT32_MAX) of every value of the candidate
+    rows `take` selects, in order: each a fresh prefix to be counted against `mask`'s relations."""
+    n = rows.shape[0]
+    total = 0
+    for i in range(n):
+        if take[i]:
+            total += rows[i, level + 1]
+    out = np.empty((total, level + 4), dtype=np.int32)
+    w = 0
+    t = 0
+    for i in range(n):
+        length = rows[i, level + 1]
+        if take[i]:
+            for v in range(t, t + length):
+                for q in range(level):
+                    out[w, q] = rows[i, q]
+                out[w, level] = values[v]
+                out[w, level + 1] = mask
+                out[w, level + 2] = -1
+                out[w, level + 3] = INT32_MAX
+                w += 1
+        t += length
+    return out
+
+
+@njit(cache=True)
+def destination_sizes(dest, rows, length_col, workers):
+    """Per destination: rows and values bound for it (dest < 0: not sent). length_col < 0: no values."""
+    items = np.zeros(workers, dtype=np.int64)
+    vals = np.zeros(workers, dtype=np.int64)
+    for i in range(rows.shape[0]):
+        q = dest[i]
+        if q >= 0:
+            items[q] += 1
+            if length_col >= 0:
+                vals[q] += rows[i, length_col]
+    return items, vals
+
+
+@njit(cache=True)
+def scatter_rows(dest, rows, values, length_col, out, row_at, value_at):
+    """Copy every row with dest[i] >= 0 (and its values) into `out`, an int32 view of the outgoing
+    blobs: destination q's rows start at out[row_at[q]], its values at out[value_at[q]]."""
+    width = rows.shape[1]
+    r = row_at.copy()
+    v = value_at.copy()
+    t = 0
+    for i in range(rows.shape[0]):
+        length = rows[i, length_col] if length_col >= 0 else 0
+        q = dest[i]
+        if q >= 0:
+            at = r[q]
+            for c in range(width):
+                out[at + c] = rows[i, c]
+            r[q] = at + width
+            at = v[q]
+            for s in range(length):
+                out[at + s] = values[t + s]
+            v[q] = at + length
+        t += length
+
+
+@njit(cache=True)
+def split_ranges(first, last, most):
+    """Cut each [first, last) into pieces of at most `most`: (row of each piece, its first, its last)."""
+    pieces = 0
+    for i in range(len(first)):
+        pieces += max(1, (last[i] - first[i] + most - 1) // most)
+    row = np.empty(pieces, dtype=np.int64)
+    lo = np.empty(pieces, dtype=np.int64)
+    hi = np.empty(pieces, dtype=np.int64)
+    w = 0
+    for i in range(len(first)):
+        a = first[i]
+        while True:
+            b = min(last[i], a + most)
+            row[w], lo[w], hi[w] = i, a, b
+            w += 1
+            a = b
+            if a >= last[i]:
+                break
+    return row, lo, hi
+
+
+@njit(cache=True, inline="always")
+def _local_relations(p, workers, level, prefix, i, pending, rel_count, rel_pos):
+    """The pending relations (a bit mask) whose key worker p owns. (The per-prefix helpers take the
+    plan's arrays, not the plan tuple: reading a tuple's arrays in those loops cost a third more.)"""
+    local = 0
+    for r in range(rel_count[level]):
+        if pending & (1 << r) and owner(prefix[i, rel_pos[level, r]], workers) == p:
+            local |= 1 << r
+    return local
+
+
+# ---------------------------------------------------------------- an index without changes
+# The generic lookups (`list_ranges`, `narrow`) also walk Delta-BiGJoin's changes; on a static index
+# these plain-integer versions do the same work for about half the time per prefix (R-MAT 18, triangle).
+
+
+@njit(cache=True, inline="always")
+def _part(lists, row, values, k, lo, hi):
+    """[start, end) of key k's list in `row` (0 forward, 1 reverse) within values [lo, hi]."""
+    if k >= len(lists.slots) or lists.slots[k] < 0 or lo > hi:
+        return 0, 0
+    s = lists.slots[k]
+    a, b = lists.offsets[row, s], lists.offsets[row, s + 1]
+    if lo > 0:
+        a = lower_bound(values, a, b, lo)
+    if hi < INT32_MAX:
+        b = lower_bound(values, a, b, hi + 1)
+    return a, b
+
+
+@njit(cache=True, inline="always")
+def _static_ranges(lists, kind, k, lo, hi):
+    """Key k's list of relation `kind` within [lo, hi] as (reverse start, end, forward start, end)."""
+    ra = rb = fa = fb = 0
+    if kind != FORWARD:
+        ra, rb = _part(lists, 1, lists.reverse, k, lo, hi)
+    if kind != REVERSE:
+        fa, fb = _part(lists, 0, lists.forward, k, lo, hi)
+    return ra, rb, fa, fb
+
+
+@njit(cache=True)
+def _static_narrow_both(lists, k, cands, src, n, out, dst, store, work):
+    """`_static_narrow` of a BOTH relation: the candidates below k meet the reverse list, those above
+    it the forward one."""
+    ra, rb, fa, fb = _static_ranges(lists, BOTH, k, 0, INT32_MAX)
+    split = lower_bound(cands, src, src + n, k)
+    w = intersect(cands, src, split, lists.reverse, ra, rb, out, dst, store, work)
+    return w + intersect(cands, split, src + n, lists.forward, fa, fb, out, dst + w, store, work)
+
+
+@njit(cache=True, inline="always")
+def _static_narrow(lists, kind, k, cands, src, n, out, dst, store, work):
+    """cands[src:src+n] ∩ key k's whole list of relation `kind`, into out[dst:] (or only counted).
+    One call site of the intersection for FORWARD and REVERSE: every extra copy inlined into a
+    per-prefix loop cost it time (clique5, R-MAT 14)."""
+    if kind == BOTH:
+        return _static_narrow_both(lists, k, cands, src, n, out, dst, store, work)
+    row = 0 if kind == FORWARD else 1
+    values = lists.forward if kind == FORWARD else lists.reverse
+    a, b = _part(lists, row, values, k, 0, INT32_MAX)
+    return intersect(cands, src, src + n, values, a, b, out, dst, store, work)
+
+
+@njit(cache=True, inline="always")
+def _lowest(bits):
+    r = 0
+    while not (bits & (1 << r)):
+        r += 1
+    return r
+
+
+@njit(cache=True)
+def _narrow_by(ix, kind, view, k, cands, src, n, out, dst, store, work):
+    """cands[src:src+n] ∩ key k's list of relation `kind`, into out[dst:], on any index."""
+    if len(ix.changes.keys) == 0:
+        return _static_narrow(ix.lists, kind, k, cands, src, n, out, dst, store, work)
+    span = list_ranges(ix, view, kind, k, 0, INT32_MAX)
+    return narrow(ix, span, kind, k, cands, src, n, out, dst, work, store)
+
+
+@njit(cache=True)
+def _narrow_each(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work):
+    """`_narrow_local` for several local relations or an index with changes (kept out of line)."""
+    r = _lowest(local)
+    local &= ~(1 << r)
+    k = prefix[i, rel_pos[level, r]]
+    kept = _narrow_by(ix, rel_kind[level, r], rel_view[level, r], k, cands, src, n, out, dst, store_last or local != 0, work)
+    probes = n
+    while local:  # the rest in place in out
+        r = _lowest(local)
+        local &= ~(1 << r)
+        probes += kept
+        k = prefix[i, rel_pos[level, r]]
+        kept = _narrow_by(ix, rel_kind[level, r], rel_view[level, r], k, out, dst, kept, out, dst, store_last or local != 0, work)
+    return kept, probes
+
+
+@njit(cache=True, inline="always")
+def _narrow_local(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work):
+    """cands[src:src+n] narrowed by each relation in `local` in turn, into out[dst:]; the last one only
+    counts unless `store_last`. Returns (kept, probes). The common case, one local relation of a
+    static index, inline; the rest out of line (`_narrow_each`): a loop of inlined intersections in
+    the per-prefix loop cost twice the time (clique5, R-MAT 14)."""
+    if local == 0:
+        return n, 0
+    if local & (local - 1) == 0 and len(ix.changes.keys) == 0:
+        r = _lowest(local)
+        k = prefix[i, rel_pos[level, r]]
+        return _static_narrow(ix.lists, rel_kind[level, r], k, cands, src, n, out, dst, store_last, work), n
+    return _narrow_each(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work)
+
+
+@njit(cache=True)
+def copy_then_narrow(ix, plan, loops, level, prefix, i, local, values, a, b, out, w, filtered, store, work):
+    """values[a:b], filtered (an inequality or self-loop test per value), written to out[w:], then
+    narrowed there by the `local` relations: the paths kept out of the per-prefix loops' inline one."""
+    end = w
+    for t in range(a, b):
+        c = values[t]
+        if not filtered or admissible(c, prefix, i, level, plan.differ, plan.loop[level], loops):
+            out[end] = c
+            end += 1
+    return _narrow_written(ix, plan, level, prefix, i, local, out, w, end, store, work)
+
+
+@njit(cache=True)
+def _narrow_written(ix, plan, level, prefix, i, local, out, start, end, store, work):
+    """out[start:end], just written, narrowed in place by the `local` relations. Returns (kept, probes)."""
+    if local == 0:
+        return end - start, 0
+    return _narrow_each(
+        ix, level, prefix, i, local, plan.rel_kind, plan.rel_view, plan.rel_pos, out, start, end - start, out, start, store, work
+    )
+
+
+@njit(cache=True)
+def _propose_general(ix, plan, loops, level, prefix, i, r, first, last, local, lo, hi, filtered, out, w, store, work):
+    """Prefix i's proposals [first, last) from relation r, written (filtered) to out[w:] and narrowed
+    there by its `local` relations: a BOTH list (two parts), a filtered level, or an index with changes."""
+    kind = plan.rel_kind[level, r]
+    k = prefix[i, plan.rel_pos[level, r]]
+    changes = ix.changes
+    span = list_ranges(ix, plan.rel_view[level, r], kind, k, lo, hi)
+    end, _t = _emit(ix.lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, first, last, 0, out, w,
+                    prefix, i, level, plan.differ, plan.loop[level], loops, filtered)  # fmt: skip
+    end, _t = _emit(ix.lists.forward, changes.forward, changes.forward_sign, span.forward, first, last, span.reverse.size, out, end,
+                    prefix, i, level, plan.differ, plan.loop[level], loops, filtered)  # fmt: skip
+    return _narrow_written(ix, plan, level, prefix, i, local, out, w, end, store, work)
+
+
+@njit(cache=True, inline="always")
+def level_filtered(plan, level):
+    """Whether a level's candidates need a per-value test: an inequality or a required self-loop."""
+    filtered = plan.loop[level]
+    for q in range(level):
+        filtered = filtered or plan.differ[level, q]
+    return filtered
+
+
+@njit(cache=True)
+def propose_local(p, workers, ix, loops, level, prefix, min_rel, first, last, plan, keep_done):
+    """Propose, then Intersect with every pending relation this worker owns, in one pass per prefix:
+    positions [first, last) of each prefix's smallest list, narrowed by the local relations straight
+    from the index (a candidate that one of them rejects is never written). A prefix left with no
+    pending relation is done: its values are written for the first `keep_done` of them (new prefixes,
+    or sampled matches) and only counted after that. Returns (mask, lengths, values, proposals,
+    probes, counted). The common case (a one-part list of a static index, no filter) runs inline;
+    the rest out of line (`_propose_general`)."""
+    n = prefix.shape[0]
+    mask = np.empty(n, dtype=np.int32)
+    lengths = np.zeros(n, dtype=np.int32)
+    out = np.empty(max(0, (last - first).sum()), dtype=np.int32)
+    work = np.zeros(2, dtype=np.int64)
+    filtered = level_filtered(plan, level)
+    static = len(ix.changes.keys) == 0
+    rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
+    above, below = plan.above, plan.below
+    full = (1 << rel_count[level]) - 1
+    w = proposals = probes = counted = stored_done = 0
+    for i in range(n):
+        r = min_rel[i]
+        kind = rel_kind[level, r]
+        k = prefix[i, rel_pos[level, r]]
+        if owner(k, workers) != p:
+            raise ValueError("a prefix is queued away from its proposing relation's worker")
+        lo, hi = value_bounds(level, prefix, i, above, below)
+        pending = full & ~(1 << r)
+        local = _local_relations(p, workers, level, prefix, i, pending, rel_count, rel_pos)
+        mask[i] = pending & ~local
+        proposals += last[i] - first[i]
+        store = mask[i] != 0 or stored_done < keep_done
+        if not filtered and kind != BOTH and static:  # straight from the index
+            values = ix.lists.forward if kind == FORWARD else ix.lists.reverse
+            a, b = _part(ix.lists, 0 if kind == FORWARD else 1, values, k, lo, hi)
+            a, b = a + first[i], min(a + last[i], b)
+            if local:  # a candidate a local relation rejects is never written
+                kept, tested = _narrow_local(
+                    ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, values, a, max(0, b - a), out, w, store, work
+                )
+            else:
+                kept, tested = max(0, b - a), 0
+                for t in range(kept):
+                    out[w + t] = values[a + t]
+        else:
+            kept, tested = _propose_general(
+                ix, plan, loops, level, prefix, i, r, first[i], last[i], local, lo, hi, filtered, out, w, store, work
+            )
+        probes += tested
+        if store:
+            lengths[i] = kept
+            w += kept
+            stored_done += kept if mask[i] == 0 else 0
+        else:
+            counted += kept
+    return mask, lengths, out[:w], proposals, probes, counted
+
+
+@njit(cache=True)
+def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done):
+    """Intersect received candidate rows (prefix, mask, length; writable) with every pending relation
+    this worker owns, survivors into `out` (may be values itself); a row left with nothing pending is
+    done and, past the first `keep_done` values, only counted (its length set to 0).
+    Returns (kept, probes, counted)."""
+    work = np.zeros(2, dtype=np.int64)
+    rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
+    read = write = probes = counted = stored_done = 0
+    for i in range(rows.shape[0]):
+        n = rows[i, level + 1]
+        pending = rows[i, level]
+        local = _local_relations(p, workers, level, rows, i, pending, rel_count, rel_pos)
+        left = pending & ~local
+        store = left != 0 or stored_done < keep_done
+        if local == 0:
+            for t in range(n):
+                out[write + t] = values[read + t]
+            kept = n
+        else:
+            kept, tested = _narrow_local(
+                ix, level, rows, i, local, rel_kind, rel_view, rel_pos, values, read, n, out, write, store, work
+            )
+            probes += tested
+        read += n
+        rows[i, level] = left
+        if store:
+            rows[i, level + 1] = kept
+            write += kept
+            stored_done += kept if left == 0 else 0
+        else:
+            rows[i, level + 1] = 0
+            counted += kept
+    return write, probes, counted
+
+
+@njit(cache=True)
+def count_rows(p, workers, ix, level, rows, plan):
+    """Count prefix rows (prefix, mask, min_rel, min_count; writable) against every pending relation
+    this worker owns, keeping the smallest (ties to the lower relation); then where each goes next:
+    the owner of its lowest pending relation's key or, with none pending, of its proposing relation's
+    key; -1 for a prefix with no extension (dropped). Returns (destination, lookups)."""
+    static = len(ix.changes.keys) == 0
+    rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
+    above, below = plan.above, plan.below
+    n = rows.shape[0]
+    dest = np.empty(n, dtype=np.int64)
+    lookups = 0
+    for i in range(n):
+        mk = rows[i, level]
+        if mk != 0:
+            lo, hi = value_bounds(level, rows, i, above, below)
+            for r in range(rel_count[level]):
+                if mk & (1 << r):
+                    k = rows[i, rel_pos[level, r]]
+                    if owner(k, workers) != p:
+                        continue
+                    if static:
+                        ra, rb, fa, fb = _static_ranges(ix.lists, rel_kind[level, r], k, lo, hi)
+                        c = rb - ra + fb - fa
+                    else:
+                        span = list_ranges(ix, rel_view[level, r], rel_kind[level, r], k, lo, hi)
+                        c = span.reverse.size + span.forward.size
+                    lookups += 1
+                    if c < rows[i, level + 2] or (c == rows[i, level + 2] and r < rows[i, level + 1]):
+                        rows[i, level + 2], rows[i, level + 1] = c, r
+                    mk &= ~(1 << r)
+            rows[i, level] = mk
+        if rows[i, level + 2] == 0:
+            dest[i] = -1
+            continue
+        r = rows[i, level + 1]
+        if mk != 0:
+            r = _lowest(mk)
+        dest[i] = owner(rows[i, rel_pos[level, r]], workers)
+    return dest, lookups
