@@ -133,6 +133,7 @@ def _start_python_workers(spark, workers: int, shared: Path | None) -> None:
     measured job of a run does not pay for them; on a cluster, check that every executor sees the store."""
     from implementations.warm import warm_up
 
+    warm_up()  # on the driver first (local-gj and the index build run here): a local daemon then loads the kernels from the cache
     probe = None
     if shared is not None:
         probe = shared / "scratch" / f".probe-{spark.sparkContext.applicationId}"
@@ -154,7 +155,6 @@ def _start_python_workers(spark, workers: int, shared: Path | None) -> None:
             f"{store.SETTING}={shared}: not visible from the executor on {blind[0].host.strip()}; "
             f"it must be one directory that every host mounts at the same path"
         )
-    warm_up()  # and on the driver: local-gj and the index build run here
 
 
 def set_workers(spark, workers: int) -> None:

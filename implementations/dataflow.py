@@ -295,10 +295,10 @@ class WorkerStage:
             piece, first, last = split_ranges(first, last, MAX_ITEM_VALUES)
             if len(piece) != len(queued):
                 queued = queued[piece]
+        queued = np.require(queued, np.int32, ("C", "W"))  # one argument type for the kernels (a window may be mapped)
         with self.clock(level, "kernel_us"):
             mask, lengths, values, proposals, probes, counted = propose_local(
-                self.p, job.workers, self.ix, self.loops, level, queued[:, :level], queued[:, level + 1], first, last,
-                plan.kernel, self.keep_done(level),
+                self.p, job.workers, self.ix, self.loops, level, queued, first, last, plan.kernel, self.keep_done(level),
             )  # fmt: skip
         self.add(level, "proposals", proposals)
         self.add(level, "probes", probes)

@@ -159,7 +159,7 @@ def _static_narrow(lists, kind, k, cands, src, n, out, dst, store, work):
     One call site of the intersection for FORWARD and REVERSE: every extra copy inlined into a
     per-prefix loop cost it time (clique5, R-MAT 14)."""
     if kind == BOTH:
-        return _static_narrow_both(lists, k, cands, src, n, out, dst, store, work)
+        return _static_narrow_both(lists, k, cands, np.int64(src), np.int64(n), out, np.int64(dst), store, work)
     row = 0 if kind == FORWARD else 1
     values = lists.forward if kind == FORWARD else lists.reverse
     a, b = _part(lists, row, values, k, 0, INT32_MAX)
@@ -180,7 +180,7 @@ def _narrow_by(ix, kind, view, k, cands, src, n, out, dst, store, work):
     if len(ix.changes.keys) == 0:
         return _static_narrow(ix.lists, kind, k, cands, src, n, out, dst, store, work)
     span = list_ranges(ix, view, kind, k, 0, INT32_MAX)
-    return narrow(ix, span, kind, k, cands, src, n, out, dst, work, store)
+    return narrow(ix, span, kind, k, cands, src, np.int64(n), out, dst, work, store)
 
 
 @njit(cache=True)
@@ -212,6 +212,8 @@ def _narrow_local(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cand
         r = _lowest(local)
         k = prefix[i, rel_pos[level, r]]
         return _static_narrow(ix.lists, rel_kind[level, r], k, cands, src, n, out, dst, store_last, work), n
+    # np.int64: a literal 0 passed out of line would compile the callee once more (and all it calls)
+    src, n, dst = np.int64(src), np.int64(n), np.int64(dst)
     return _narrow_each(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work)
 
 
@@ -263,9 +265,9 @@ def level_filtered(plan, level):
 
 
 @njit(cache=True)
-def propose_local(p, workers, ix, loops, level, prefix, min_rel, first, last, plan, keep_done):
-    """Propose, then Intersect with every pending relation this worker owns, in one pass per prefix:
-    positions [first, last) of each prefix's smallest list, narrowed by the local relations straight
+def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done):
+    """Propose, then Intersect with every pending relation this worker owns, in one pass per queued
+    prefix (its row: the prefix, at column level+1 its smallest relation): positions [first, last) of that list, narrowed by the local relations straight
     from the index (a candidate that one of them rejects is never written). A prefix left with no
     pending relation is done: its values are written for the first `keep_done` of them (new prefixes,
     or sampled matches) and only counted after that. Returns (mask, lengths, values, proposals,
@@ -283,7 +285,7 @@ def propose_local(p, workers, ix, loops, level, prefix, min_rel, first, last, pl
     full = (1 << rel_count[level]) - 1
     w = proposals = probes = counted = stored_done = 0
     for i in range(n):
-        r = min_rel[i]
+        r = prefix[i, level + 1]
         kind = rel_kind[level, r]
         k = prefix[i, rel_pos[level, r]]
         if owner(k, workers) != p:

@@ -1,0 +1,204 @@
+"""The pipelined BiGJoin dataflow (bigjoin) and bigjoin-carry run in this process (`BiGJoin.in_process`):
+the stage code the Spark tasks run, on the same argument types, with the shuffle done by hand, so
+many workers and budgets are cheap. Every count against local-gj's; the memory budget's bound on
+what is in flight; windows that take whole candidate sets where the next level carries them; and the
+pieces: blob order and layout, the driver-built index against the Spark-built one, the budget rule."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import implementations
+from harness import datasets
+from harness.errors import DataError
+from harness.query import BUILTINS, make_join_spec
+from harness.runner import RunRequest
+from implementations import RunContext, distributed_index, exchange
+from implementations.bigjoin_carry import CarryPlan
+from implementations.budget import Budget, default_budget, parse_size, worker_memory
+from implementations.local_gj import LocalGenericJoin
+from implementations.plan import ExtensionPlan
+from tests.strategies import connected_patterns, messy_graphs
+
+THOROUGH = os.environ.get("HARNESS_HYPOTHESIS") == "thorough"
+VARIANTS = ("bigjoin", "bigjoin-carry")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm():
+    """As the Spark workers start: every kernel compiled or loaded first."""
+    from implementations import warm
+
+    warm.warm_up()
+
+
+def canonical(rows: list[tuple[int, int]], semantics: str) -> tuple[np.ndarray, np.ndarray]:
+    """The relation harness.datasets keeps: undirected, one (low, high) row per edge and no loops;
+    directed, the distinct rows."""
+    undirected = semantics == "undirected"
+    pairs = sorted({(min(s, d), max(s, d)) for s, d in rows if s != d} if undirected else set(rows))
+    return np.array([s for s, _ in pairs], np.int64), np.array([d for _, d in pairs], np.int64)
+
+
+class _Edges:
+    """What local-gj reads of a graph: its edge arrays."""
+
+    def __init__(self, src, dst):
+        self.arrays = (src, dst)
+
+    def edge_arrays(self):
+        return self.arrays
+
+
+def reference(src, dst, spec) -> int:
+    impl = LocalGenericJoin(RunContext(None, _Edges(src, dst), spec, 1))  # type: ignore[arg-type]
+    impl.prepare()
+    return impl._run(0)[0]
+
+
+def in_process(name: str, src, dst, spec, workers: int, budget: Budget):
+    index = distributed_index.build_on_driver(src, dst, spec.semantics == "undirected", workers)
+    try:
+        return implementations.get(name).in_process(spec, workers, index, budget).extend(50)  # type: ignore[attr-defined]
+    finally:
+        index.close()
+
+
+def budgets(m: int):
+    return st.one_of(
+        st.integers(16, 200).map(lambda b: Budget(None, b, m, "test")),
+        st.integers(4096, 1 << 16).map(lambda b: Budget(b, None, m, "test")),
+        st.just(Budget(1 << 30, None, m, "test")),
+    )
+
+
+@st.composite
+def cases(draw):
+    semantics = draw(st.sampled_from(["undirected", "directed"]))
+    rows = draw(messy_graphs(16 if THOROUGH else 12, 80 if THOROUGH else 50, wide_ids=True))
+    query = draw(connected_patterns(2, 5, directed=semantics == "directed"))
+    spec = make_join_spec(query, semantics)
+    return semantics, rows, spec, draw(st.integers(1, 4)), draw(budgets(len(spec.attribute_order)))
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_counts_equal_local_gj_for_any_workers_and_budget(name):
+    @settings(max_examples=150 if THOROUGH else 25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(case=cases())
+    def check(case):
+        semantics, rows, spec, workers, budget = case
+        src, dst = canonical(rows, semantics)
+        if not len(src):
+            return
+        count, counters, sample = in_process(name, src, dst, spec, workers, budget)
+        assert count == reference(src, dst, spec), (spec.query.describe(), semantics, workers, budget)
+        assert len(sample) == min(count, 50)
+        assert counters.totals["kernels_compiled"] == 0  # the module's warm-up covered every type
+
+    check()
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_a_byte_budget_bounds_what_is_in_flight(name):
+    """With budget B per worker: what all workers hold in one stage stays within 2·W·B (two levels meet
+    in the stage where one hands its prefixes to the next), plus for bigjoin-carry one candidate set
+    per worker (a window never cuts the set the next level carries)."""
+    rnd = random.Random(5)
+    rows = [(rnd.randrange(300), rnd.randrange(300)) for _ in range(3000)] + [(0, v) for v in range(1, 300, 2)]
+    src, dst = canonical(rows, "undirected")
+    spec = make_join_spec(BUILTINS["clique4"], "undirected")
+    workers, budget = 2, Budget(32 << 10, None, 4, "test")
+    count, counters, _ = in_process(name, src, dst, spec, workers, budget)
+    assert count == reference(src, dst, spec) > 0
+    assert counters.jobs > 1  # the budget, not the output, set the batches
+    largest_list = int(np.bincount(np.concatenate([src, dst])).max()) * 4
+    assert counters.peak_bytes <= 2 * workers * budget.bytes + (workers * largest_list if name == "bigjoin-carry" else 0)
+    whole, *_ = in_process(name, src, dst, spec, workers, Budget(1 << 30, None, 4, "test"))
+    assert whole == count
+
+
+def test_carry_plan_carries_the_clique_levels_and_nothing_where_nothing_is_reused():
+    def carried(query, semantics="undirected"):
+        return CarryPlan.of(ExtensionPlan.from_spec(make_join_spec(BUILTINS[query], semantics))).describe()["carried_levels"]
+
+    assert carried("triangle") == [2]
+    assert carried("clique4") == [2, 3]
+    assert carried("clique5") == [2, 3, 4]
+    path = make_join_spec(BUILTINS["triangle"].__class__("path", (("a", "b"), ("b", "c"))), "undirected")
+    assert CarryPlan.of(ExtensionPlan.from_spec(path)).describe()["carried_levels"] == []
+
+
+def test_blobs_arrive_in_sender_and_sequence_order_as_aligned_views():
+    batches = []
+    for sender in (1, 0):
+        for seq in range(3):
+            blob = exchange.pack(
+                exchange.BlobKind.CANDIDATES, 0, [np.arange(seq + 1, dtype=np.int32), np.ones(3, np.int8)], (sender, seq)
+            )
+            head = blob[:40].view(np.int64)
+            head[3], head[4] = sender, seq  # as if packed by task `sender`
+            batches += list(exchange.blob_batches([0], [blob]))
+    random.Random(1).shuffle(batches)
+    got = list(exchange.received(iter(batches), 0))
+    assert [meta for _, meta, _ in got] == [(s, q) for s in (0, 1) for q in range(3)]
+    for _, (_, seq), arrays in got:
+        assert arrays[0].tolist() == list(range(seq + 1)) and arrays[1].tolist() == [1, 1, 1]
+        assert all(a.flags.aligned for a in arrays)
+    buffer, places = exchange.layout(
+        exchange.BlobKind.PREFIXES, [(1, (7,), [(np.int32, 5)]), (0, (), [(np.int32, 2), (np.int8, 3)])]
+    )
+    for start, end, offsets in places:
+        assert (end - start) % 8 == 0 and all(o % 8 == 0 for o in offsets)
+    _, dest, meta, arrays = exchange.unpack(buffer[places[0][0] : places[0][1]])
+    assert (dest, meta, len(arrays[0])) == (1, (7,), 5)
+
+
+@pytest.mark.parametrize("semantics", ["undirected", "directed"])
+def test_the_driver_builds_the_index_spark_builds(spark, semantics):
+    rows = [(10**12 + 7, -5), (-5, 3), (3, 10**12 + 7), (3, 3), (8, -5), (-5, 8), (42, 3), (3, 42), (9, 9)]
+    graph = datasets.from_edges(spark, rows, semantics, "index-paths")
+    undirected = semantics == "undirected"
+    for workers in (1, 3):
+        on_spark = distributed_index.build(spark, graph.df, undirected, workers)
+        on_driver = distributed_index.build_on_driver(*graph.edge_arrays(), undirected, workers)
+        try:
+            assert on_driver.describe() == on_spark.describe()
+            assert np.array_equal(on_driver.ids, on_spark.ids) and np.array_equal(on_driver.loop_vertices, on_spark.loop_vertices)
+            for p in range(workers):
+                a, b = (distributed_index.load_partition(str(i.root), p)[0].lists for i in (on_driver, on_spark))
+                for x, y in zip(a, b):
+                    assert np.array_equal(x, y)
+        finally:
+            on_spark.close()
+            on_driver.close()
+
+
+def test_budget_sizes_and_the_default_rule():
+    assert parse_size("512m") == 512 << 20 and parse_size("1.5GiB") == 3 << 29 and parse_size("4096") == 4096
+    with pytest.raises(DataError, match="--memory-budget"):
+        parse_size("lots")
+    local = {"spark.driver.memory": "8g", "cores": "2"}
+    assert worker_memory(local, "local[*]", 2)[0] == 4 << 30
+    assert worker_memory(local, "local[*]", 1)[0] == 8 << 30
+    cluster = {"spark.executor.memory": "2g", "spark.executor.cores": "1", "spark.executor.pyspark.memory": "1g"}
+    assert worker_memory(cluster, "spark://127.0.0.1:7077", 4)[0] == 3 << 30
+    assert default_budget(4 << 30, 100 << 20) == (1 << 30) - (100 << 20)
+    assert default_budget(32 << 20, 0) == 16 << 20  # never below 16 MiB
+    budget = Budget(1 << 20, None, 3, "test")
+    assert budget.proposals(2) == (1 << 20) // 4 and budget.proposals(1) == (1 << 20) // (4 * 6)
+
+
+def test_bad_budgets_are_data_errors(runner):
+    both = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "bigjoin", params={"batch": 10, "memory_budget": "1m"}))
+    assert both["status"] == "DAT" and "--batch and --memory-budget" in both["error"]
+    tiny = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "bigjoin-carry", params={"memory_budget": "10"}))
+    assert tiny["status"] == "DAT" and "--memory-budget 10" in tiny["error"]
+    given = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "bigjoin", params={"memory_budget": "1m"}))
+    assert given["status"] == "OK" and given["logical"]["memory_budget_bytes"] == 1 << 20
+    assert given["logical"]["budget_source"] == "--memory-budget"
