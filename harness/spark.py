@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from . import check_java, history, store
@@ -105,10 +106,32 @@ def get_session(master: str | None = None, workers: int = 2):
             .config("spark.executorEnv.NUMBA_CACHE_DIR", numba_cache)
             .config("spark.executorEnv.HARNESS_STORE", str(store.root()))
         )
+    # The driver's kernels compile (or load) while the JVM starts; the workers start after, so a
+    # local daemon loads them from the cache instead of compiling them a second time beside it.
+    warming = threading.Thread(target=_warm_driver, name="warm-up", daemon=True)
+    warming.start()
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
+    warming.join()
+    if _warm_failure:
+        stop_session()
+        raise _warm_failure.pop()
     _start_python_workers(_session, workers, None if is_local(master) else store.root())
     return _session
+
+
+_warm_failure: list[BaseException] = []
+
+
+def _warm_driver() -> None:
+    """Every kernel on the driver (local-gj and the index build run here)."""
+    from implementations.warm import warm_local_gj, warm_dataflow
+
+    try:
+        warm_local_gj()
+        warm_dataflow()
+    except BaseException as exc:  # re-raised by the session's thread
+        _warm_failure.append(exc)
 
 
 def _import_worker_modules(probe: str | None):
@@ -131,9 +154,6 @@ def _import_worker_modules(probe: str | None):
 def _start_python_workers(spark, workers: int, shared: Path | None) -> None:
     """Start the Python worker processes (and their imports) as part of session start-up, so the first
     measured job of a run does not pay for them; on a cluster, check that every executor sees the store."""
-    from implementations.warm import warm_up
-
-    warm_up()  # on the driver first (local-gj and the index build run here): a local daemon then loads the kernels from the cache
     probe = None
     if shared is not None:
         probe = shared / "scratch" / f".probe-{spark.sparkContext.applicationId}"
