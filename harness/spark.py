@@ -125,7 +125,7 @@ _warm_failure: list[BaseException] = []
 
 def _warm_driver() -> None:
     """Every kernel on the driver (local-gj and the index build run here)."""
-    from implementations.warm import warm_local_gj, warm_dataflow
+    from implementations.warm import warm_dataflow, warm_local_gj
 
     try:
         warm_local_gj()
