@@ -37,7 +37,7 @@ import numpy as np
 from harness import store
 from harness.errors import ExecutionError
 
-from . import distributed_index, exchange
+from . import distributed_index, exchange, warm
 from .constants import INT32_MAX
 from .exchange import BlobKind
 from .extension_kernels import (
@@ -435,6 +435,7 @@ class StageBase:
         self.record[F["attempt"]] = exchange.current_attempt()
         self.stats: list[np.ndarray] = []
         self.matches: list[np.ndarray] = []
+        self.signatures = warm.signatures()
 
     def add(self, name: str, value) -> None:
         self.record[F[name]] += int(value)
@@ -470,6 +471,7 @@ class StageBase:
     def output(self, tokens: list[int], payloads: list[exchange.Blob], final: bool):
         """The data blobs plus this worker's counters and matches: to itself for the next stage, or
         (after the last stage) to the driver."""
+        self.add("kernels_compiled", warm.signatures() - self.signatures)
         self.stats.append(self.record[None, :])
         stats = np.concatenate(self.stats)
         group = self.job.group

@@ -33,19 +33,18 @@ _EDGES = (
 _RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 3, 2), ("clique5", "undirected", 1, None))
 
 
-_dispatchers: list = []
+_dispatchers: dict[str, list] = {}  # per module of the project's, found once it is imported
 
 
 def signatures() -> int:
     """Kernel signatures this process has compiled or loaded so far, over the project's numba
     kernels: a timed stage that sees this grow paid for a compilation (`kernels_compiled`)."""
-    if not _dispatchers:
-        from numba.core.registry import CPUDispatcher
+    from numba.core.registry import CPUDispatcher
 
-        for name, module in list(sys.modules.items()):
-            if name.startswith("implementations.") and module is not None:
-                _dispatchers.extend(v for v in vars(module).values() if isinstance(v, CPUDispatcher))
-    return sum(len(d.signatures) for d in _dispatchers)
+    for name, module in list(sys.modules.items()):
+        if name.startswith("implementations.") and module is not None and name not in _dispatchers:
+            _dispatchers[name] = [v for v in vars(module).values() if isinstance(v, CPUDispatcher)]
+    return sum(len(d.signatures) for found in _dispatchers.values() for d in found)
 
 
 def warm_up() -> None:

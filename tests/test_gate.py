@@ -80,6 +80,16 @@ def test_counter_that_disappears_is_a_regression():
     assert gate.compare(b, cur, MACHINE).exit_code == gate.REGRESSION
 
 
+def test_kernels_compiled_is_the_process_s_counter_and_never_gated():
+    assert "kernels_compiled" not in gate.logical_scalars({"kernels_compiled": 20, "proposals": 5})
+    b = _baseline(kernels_compiled=0)  # a baseline recorded before the counter was left out
+    cur = _current(b)
+    for trial, t in enumerate(cur[KEY]["logical"]):
+        t["kernels_compiled"] = 20 if trial == 0 else 0  # a first run compiles, the next do not
+    c = gate.compare(b, cur, MACHINE)
+    assert c.exit_code == gate.PASS and "kernels_compiled" not in {f.what for f in c.findings}
+
+
 def test_consistently_slower_runs_regress_and_noise_does_not():
     b = _baseline(times=(1.0, 1.1, 1.05))
     slow = _current(b)
