@@ -111,6 +111,7 @@ def test_extension_step(benchmark, spark, relation, simple_graph):
             mask.astype(np.int32),
             lengths,
             values,
+            values,  # out: narrowed in place
             plan.rel_count,
             plan.rel_pos,
             plan.rel_kind,
