@@ -30,7 +30,8 @@ DYNAMIC_GRAPHS = ("hub",)
 # Random examples per implementation in `make test` (each costs Spark jobs); unknown names get 10.
 EXAMPLES = {"local-gj": 15, "shares": 5, "binary": 6, "bigjoin": 4, "bigjoin-carry": 4, "bigjoin-s": 3, "delta-bigjoin": 2}
 THOROUGH = os.environ.get("HARNESS_HYPOTHESIS") == "thorough"
-THOROUGH_EXAMPLES = {"delta-bigjoin": 20}  # every static implementation: 50 (tests/test_delta.py has more for delta)
+# The rest: 50. tests/test_delta.py has more for delta; tests/test_dataflow.py runs bigjoin-carry in-process.
+THOROUGH_EXAMPLES = {"delta-bigjoin": 20, "bigjoin-carry": 25}
 MAX_VERTICES, MAX_ROWS = (60, 150) if THOROUGH else (12, 45)
 
 
