@@ -80,14 +80,17 @@ def test_counter_that_disappears_is_a_regression():
     assert gate.compare(b, cur, MACHINE).exit_code == gate.REGRESSION
 
 
-def test_kernels_compiled_is_the_process_s_counter_and_never_gated():
-    assert "kernels_compiled" not in gate.logical_scalars({"kernels_compiled": 20, "proposals": 5})
-    b = _baseline(kernels_compiled=0)  # a baseline recorded before the counter was left out
+def test_the_process_s_counters_and_the_budget_s_settings_are_never_gated():
+    logical = {"kernels_compiled": 20, "memory_budget_bytes": 1 << 30, "batch_per_level": {"L1": 9}, "proposals": 5}
+    assert gate.logical_scalars(logical) == {"proposals": 5}
+    b = _baseline(kernels_compiled=0, memory_budget_bytes=1 << 30, **{"batch_per_level.L1": 9})  # recorded before
     cur = _current(b)
     for trial, t in enumerate(cur[KEY]["logical"]):
         t["kernels_compiled"] = 20 if trial == 0 else 0  # a first run compiles, the next do not
+        t["memory_budget_bytes"], t["batch_per_level.L1"] = 1 << 29, 4  # a cluster's executors have less memory
     c = gate.compare(b, cur, MACHINE)
-    assert c.exit_code == gate.PASS and "kernels_compiled" not in {f.what for f in c.findings}
+    assert c.exit_code == gate.PASS
+    assert not {"kernels_compiled", "memory_budget_bytes", "batch_per_level.L1"} & {f.what for f in c.findings}
 
 
 def test_consistently_slower_runs_regress_and_noise_does_not():
