@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import check_java, history, store
@@ -108,30 +108,26 @@ def get_session(master: str | None = None, workers: int = 2):
         )
     # The driver's kernels compile (or load) while the JVM starts; the workers start after, so a
     # local daemon loads them from the cache instead of compiling them a second time beside it.
-    warming = threading.Thread(target=_warm_driver, name="warm-up", daemon=True)
-    warming.start()
-    _session = builder.getOrCreate()
-    _session.sparkContext.setLogLevel("ERROR")
-    warming.join()
-    if _warm_failure:
-        stop_session()
-        raise _warm_failure.pop()
+    with ThreadPoolExecutor(1, thread_name_prefix="warm-up") as pool:
+        warming = pool.submit(_warm_driver)
+        _session = builder.getOrCreate()
+        _session.sparkContext.setLogLevel("ERROR")
+        try:
+            warming.result()  # re-raises what the warm-up raised
+        except BaseException:
+            stop_session()
+            raise
     _start_python_workers(_session, workers, None if is_local(master) else store.root())
     return _session
 
 
-_warm_failure: list[BaseException] = []
-
-
 def _warm_driver() -> None:
-    """Every kernel on the driver (local-gj and the index build run here)."""
+    """Every kernel on the driver (local-gj and the index build run here); `warm.warm_up` without its
+    redirect of stdout, which would redirect the whole process's while the session starts."""
     from implementations.warm import warm_dataflow, warm_local_gj
 
-    try:
-        warm_local_gj()
-        warm_dataflow()
-    except BaseException as exc:  # re-raised by the session's thread
-        _warm_failure.append(exc)
+    warm_local_gj()
+    warm_dataflow()
 
 
 def _import_worker_modules(probe: str | None):
