@@ -121,7 +121,9 @@ def batch_entry(batch: int, updates: int, seconds: float, outcome, count: int, c
     counters = outcome.counters
     entry["applied"] = outcome.applied
     entry["index"] = counters.get("index", {})
-    entry["logical"] = {k: counters[k] for k in ("tuples_exchanged", "rounds", "proposals", "delta_queries") if k in counters}
+    entry["logical"] = {
+        k: counters[k] for k in ("tuples_exchanged", "rounds", "proposals", "delta_queries", "kernels_compiled") if k in counters
+    }
     if outcome.changes is not None:
         entry["changes"] = [{"match": list(m), "diff": d} for m, d in outcome.changes]
         entry["changes_truncated"] = outcome.changes_truncated

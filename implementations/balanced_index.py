@@ -87,8 +87,7 @@ class BalancedIndex:
 def build(spark, source: PartitionedIndex) -> BalancedIndex:
     """Scatter each worker's key-partitioned lists: counts stay with the key's owner, list entries go
     to the owner of (key, position), edge rows to the owner of (src, dst)."""
-    root = distributed_index.new_root("balanced")
-    shutil.copy(source.root / "loops.npy", root / "loops.npy")
+    root = _new_root(source)
     w = source.workers
     tokens = exchange.routing_tokens(spark, w)
     rows = (
@@ -98,11 +97,29 @@ def build(spark, source: PartitionedIndex) -> BalancedIndex:
         .mapInArrow(_gather(str(root)), exchange.SCHEMA)
         .collect()
     )
-    stats = np.zeros((w, 3), dtype=np.int64)
-    for row in rows:
-        _, p, meta, _ = exchange.unpack(row.payload)
+    return _finished(source, root, [row.payload for row in rows])
+
+
+def build_locally(source: PartitionedIndex, tokens: np.ndarray) -> BalancedIndex:
+    """`build`'s tasks run in this process (`exchange.run_locally`): for the warm-up and tests."""
+    root, w = _new_root(source), source.workers
+    batches = exchange.run_locally(w, tokens, [_scatter(str(source.root), str(root), w, tokens), _gather(str(root))])
+    return _finished(source, root, [blob for batch in batches for blob in exchange.blobs_of(batch)])
+
+
+def _new_root(source: PartitionedIndex):
+    root = distributed_index.new_root("balanced")
+    shutil.copy(source.root / "loops.npy", root / "loops.npy")
+    return root
+
+
+def _finished(source: PartitionedIndex, root, reports: list) -> BalancedIndex:
+    """The driver's handle, from each worker's (keys, resolver entries, membership entries) report."""
+    stats = np.zeros((source.workers, 3), dtype=np.int64)
+    for payload in reports:
+        _, p, meta, _ = exchange.unpack(payload)
         stats[p] = meta
-    return BalancedIndex(root, w, source.vertices, source.ids, stats[:, 0], stats[:, 1], stats[:, 2])
+    return BalancedIndex(root, source.workers, source.vertices, source.ids, stats[:, 0], stats[:, 1], stats[:, 2])
 
 
 def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):

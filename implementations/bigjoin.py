@@ -178,11 +178,12 @@ class BiGJoin(Implementation):
     local = False  # `in_process`: jobs run in this process, not on Spark
 
     @classmethod
-    def in_process(cls, spec: JoinSpec, workers: int, index: distributed_index.PartitionedIndex, budget: Budget | None = None):
+    def in_process(cls, spec: JoinSpec, workers: int, index, budget: Budget | None = None, params: dict | None = None):
         """An instance whose jobs run in this process (`prefix_extension.run_locally`) on a given
-        index: the same dataflow code on the same argument types, without Spark. The warm-up runs
-        it, and the tests run many W and budgets through it quickly. Call `extend`."""
-        impl = cls(RunContext(cast(Any, None), cast(Any, None), spec, workers))
+        index (of the kind `prepare` builds): the same code on the same argument types, without
+        Spark. The warm-up runs it, and the tests run many W and budgets through it quickly. Call
+        `extend` (the pipelined dataflow) or `extend_by_level` (`job_class`)."""
+        impl = cls(RunContext(cast(Any, None), cast(Any, None), spec, workers, dict(params or {})))
         impl.configure()
         impl.index = index
         impl.memory = budget or Budget(DEFAULT_LOCAL_BUDGET, None, impl.plan.m, "in-process")
@@ -194,8 +195,8 @@ class BiGJoin(Implementation):
         return run_locally(job) if self.local else run_job(self.ctx.spark, job)
 
     def routing_tokens(self) -> np.ndarray:
-        if self.local:  # any distinct longs: run_locally routes by them directly
-            return np.arange(self.ctx.workers, dtype=np.int64) + 100
+        if self.local:
+            return exchange.local_tokens(self.ctx.workers)
         return exchange.routing_tokens(self.ctx.spark, self.ctx.workers)
 
     def budget_fields(self) -> dict:

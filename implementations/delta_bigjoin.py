@@ -34,7 +34,7 @@ from harness import store, updates
 from harness.errors import DataError
 from harness.query import default_attribute_order, in_query_order, make_join_spec
 
-from . import exchange, versioned_index
+from . import versioned_index
 from .base import BatchOutcome, Outcome, Param
 from .bigjoin import LEVEL_PARAMS, BiGJoin, Counters
 from .extension_kernels import IndexPartition, filter_candidates
@@ -47,7 +47,6 @@ from .prefix_extension import (
     Stage,
     _concat,
     read_queue,
-    run_job,
 )
 
 DEFAULT_COMPACT_RATIO = 0.05  # compact when the overlays hold this share of the base's entries
@@ -148,8 +147,6 @@ class DeltaBiGJoin(BiGJoin):
         if loops:
             raise DataError(f"delta-bigjoin does not maintain self-loop query edges ({', '.join(loops)})")
         self.configure()
-        self.compact_ratio = self.param("compact_ratio")
-        self.change_limit = self.param("changes")
         self.self_check = ctx.stream is None
         stream = ctx.stream
         if self.self_check:
@@ -169,11 +166,25 @@ class DeltaBiGJoin(BiGJoin):
         mentioned = stream.updates.select(F.col("src").alias("v")).union(stream.updates.select(F.col("dst").alias("v")))
         self.index = versioned_index.build(ctx.spark, stream.initial, relation, undirected, ctx.workers, mentioned)
         self.index_reused = False
+        self.plan_deltas()
+
+    def plan_deltas(self) -> None:
+        """One delta query per query edge, each with the attribute order that starts at that edge."""
+        query, semantics = self.ctx.spec.query, self.ctx.spec.semantics
+        self.compact_ratio = self.param("compact_ratio")
+        self.change_limit = self.param("changes")
         self.delta_plans, self.delta_orders = [], []
         for i, (x, y) in enumerate(query.edges):
             order = default_attribute_order(query, start=(x, y))
-            self.delta_plans.append(ExtensionPlan.from_spec(make_join_spec(query, ctx.spec.semantics, order), seed_atom=i))
+            self.delta_plans.append(ExtensionPlan.from_spec(make_join_spec(query, semantics, order), seed_atom=i))
             self.delta_orders.append(order)
+
+    @classmethod
+    def in_process(cls, spec, workers: int, index, budget=None, params: dict | None = None):
+        """`BiGJoin.in_process` on a `versioned_index.build_locally` index: call `apply_updates`."""
+        impl = super().in_process(spec, workers, index, budget, params)
+        impl.plan_deltas()
+        return impl
 
     def job_args(self) -> dict:
         return {"view": self.index.view, "undirected": self.index.undirected}
@@ -181,11 +192,12 @@ class DeltaBiGJoin(BiGJoin):
     def count(self) -> Outcome:
         if not self.self_check:
             return super().count()
-        total, produced, per_batch = 0, 0, []
+        total, produced, compiled, per_batch = 0, 0, 0, []
         for batch in self.stream.batches:
             out = self.apply_updates(self.stream.batch(batch))
             total += out.delta
             produced += out.output_changes
+            compiled += out.counters["kernels_compiled"]
             per_batch.append(out.delta)
         counters = {
             "self_check": {
@@ -195,6 +207,7 @@ class DeltaBiGJoin(BiGJoin):
                 "output_changes": produced,
             },
             "index": self.index.describe(),
+            "kernels_compiled": compiled,
         }
         return Outcome(total, counters)
 
@@ -209,7 +222,7 @@ class DeltaBiGJoin(BiGJoin):
         seeds = versioned_index.seeds_dir(index.root, index.version)
         queries = [(atom, sign) for atom in range(len(self.delta_plans)) for sign in (1, -1)]
         run_dir = str(index.root / f"run-{uuid.uuid4().hex[:8]}")
-        tokens = exchange.routing_tokens(ctx.spark, ctx.workers)
+        tokens = self.routing_tokens()
         limit = self.change_limit + 1 if self.change_limit else 0
         jobs: list[ExtensionJob] = []
         offsets: list[int] = []
@@ -244,7 +257,7 @@ class DeltaBiGJoin(BiGJoin):
                 offset += job.exchanges
         grouped = GroupJob(jobs, update.prelude, offsets)
         try:
-            result = run_job(ctx.spark, grouped)
+            result = self.execute(grouped)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in update.finish(result.reports).sum(axis=0))))

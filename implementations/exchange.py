@@ -234,3 +234,53 @@ def current_attempt() -> int:
 
     context = TaskContext.get()
     return int(context.taskAttemptId()) if context is not None else 0
+
+
+def local_tokens(workers: int) -> np.ndarray:
+    """Routing tokens for `run_locally`: any distinct longs, as it routes by them directly."""
+    return np.arange(workers, dtype=np.int64) + 100
+
+
+def run_locally(workers: int, tokens: np.ndarray, tasks: list, inputs: dict[int, list] | None = None) -> list:
+    """What `mapInArrow(tasks[0])`, then `repartition(workers, "token").mapInArrow(task)` for each later
+    task, computes, in this process: every task called in turn under a task context naming its worker,
+    each stage's blobs handed to the worker their token names. Worker p's first task reads inputs[p]
+    (record batches). Returns the last tasks' output batches, one blob each. For warm-ups and tests:
+    the code Spark tasks run, on the argument types they see, without Spark."""
+    worker_of = {int(token): p for p, token in enumerate(tokens)}
+    outputs = {p: _as_task(p, 0, tasks[0], (inputs or {}).get(p, [])) for p in range(workers)}
+    for number, task in enumerate(tasks[1:], start=1):
+        inbox: dict[int, list] = {p: [] for p in range(workers)}
+        for batches in outputs.values():
+            for batch in batches:
+                inbox[worker_of[int(batch.column(0)[0].as_py())]].append(batch)
+        outputs = {p: _as_task(p, number, task, inbox[p]) for p in range(workers)}
+    return [batch for batches in outputs.values() for batch in batches]
+
+
+def _as_task(p: int, stage: int, task, batches: list) -> list:
+    """Run one task's function to completion as Spark would, with a task context naming worker p."""
+    from pyspark import TaskContext
+
+    context = object.__new__(TaskContext)
+    context._partitionId, context._stageId, context._attemptNumber, context._taskAttemptId = p, stage, 0, 1000 * stage + p
+    previous = TaskContext.get()
+    TaskContext._setTaskContext(context)
+    try:
+        return [out.slice(i, 1) for out in task(iter(_through_ipc(batches))) for i in range(out.num_rows)]
+    finally:
+        TaskContext._setTaskContext(previous)
+
+
+def _through_ipc(batches: list) -> list:
+    """The batches as a Python worker receives them from the JVM: read from an Arrow IPC stream, so
+    their buffers are read-only, as in a Spark task."""
+    import pyarrow as pa
+
+    if not batches:
+        return []
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    return list(pa.ipc.open_stream(sink.getvalue()))

@@ -231,6 +231,10 @@ class GroupJob:
         return self.jobs[0].workers
 
     @property
+    def tokens(self) -> np.ndarray:
+        return self.jobs[0].tokens
+
+    @property
     def exchanges(self) -> int:  # a group with fewer hops idles (its stages are empty)
         return max(offset + job.exchanges for offset, job in zip(self.offsets, self.jobs))
 
@@ -699,47 +703,11 @@ def run_job(spark, job) -> JobResult:
 
 
 def run_locally(job) -> JobResult:
-    """What `run_job` computes, in this process: every task called in turn under a task context of its
-    own, each stage's blobs handed to the worker their token names. For warm-ups and tests: the same
-    code the Spark tasks run, on the same argument types, without Spark."""
-    worker_of = {int(token): p for p, token in enumerate(job.tokens)}
+    """What `run_job` computes, in this process (`exchange.run_locally`)."""
     hops = job.exchanges
-    outputs = {p: _as_task(p, 0, job.start_task(hops == 0), []) for p in range(job.workers)}
-    for number in range(1, hops + 1):
-        inbox: dict[int, list] = {p: [] for p in range(job.workers)}
-        for batches in outputs.values():
-            for batch in batches:
-                inbox[worker_of[int(batch.column(0)[0].as_py())]].append(batch)
-        outputs = {p: _as_task(p, number, job.stage_task(number, number == hops), inbox[p]) for p in range(job.workers)}
-    return job_result(job, [blob for batches in outputs.values() for batch in batches for blob in exchange.blobs_of(batch)])
-
-
-def _as_task(p: int, stage: int, task, batches: list) -> list:
-    """Run one task's function to completion as Spark would, with a task context naming worker p."""
-    from pyspark import TaskContext
-
-    context = object.__new__(TaskContext)
-    context._partitionId, context._stageId, context._attemptNumber, context._taskAttemptId = p, stage, 0, 1000 * stage + p
-    previous = TaskContext.get()
-    TaskContext._setTaskContext(context)
-    try:
-        return [out.slice(i, 1) for out in task(iter(_through_ipc(batches))) for i in range(out.num_rows)]
-    finally:
-        TaskContext._setTaskContext(previous)
-
-
-def _through_ipc(batches: list) -> list:
-    """The batches as a Python worker receives them from the JVM: read from an Arrow IPC stream, so
-    their buffers are read-only, as in a Spark task."""
-    import pyarrow as pa
-
-    if not batches:
-        return []
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
-        for batch in batches:
-            writer.write_batch(batch)
-    return list(pa.ipc.open_stream(sink.getvalue()))
+    tasks = [job.start_task(hops == 0)] + [job.stage_task(n, n == hops) for n in range(1, hops + 1)]
+    batches = exchange.run_locally(job.workers, job.tokens, tasks)
+    return job_result(job, [blob for batch in batches for blob in exchange.blobs_of(batch)])
 
 
 def job_result(job, payloads: list) -> JobResult:

@@ -26,6 +26,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from numba import njit
@@ -156,20 +157,42 @@ def build(spark, directed_edges, relation, undirected: bool, workers: int, extra
     """Base 0 is BiGJoin's index of `relation` (ranks also cover `extra_vertices`, which only the
     updates mention); a second job gives each worker the directed pairs with an endpoint it owns."""
     index = distributed_index.build(spark, relation, undirected, workers, extra_vertices)
-    root = str(index.root)
     tokens = exchange.routing_tokens(spark, workers)
     ranking = spark.sparkContext.broadcast(index.ranking)
     try:
         rows = (
             directed_edges.mapInArrow(_route_pairs(ranking, workers, tokens), exchange.SCHEMA)
             .repartition(workers, "token")
-            .mapInArrow(_home_pairs(root), exchange.SCHEMA)
+            .mapInArrow(_home_pairs(str(index.root)), exchange.SCHEMA)
             .collect()
         )
     finally:
         ranking.destroy()
-    if len(rows) != workers:
-        raise RuntimeError(f"homing the edge set reported {len(rows)} of {workers} workers")
+    return _finished(index, undirected, len(rows))
+
+
+def build_locally(src: np.ndarray, dst: np.ndarray, undirected: bool, workers: int, tokens: np.ndarray) -> VersionedIndex:
+    """`build` of the directed edges (src, dst) in this process: the base from the driver's index
+    build, the pairs homed by `build`'s tasks (`exchange.run_locally`). For the warm-up and tests;
+    every vertex an update names must have an edge here (no extra vertices)."""
+    import pyarrow as pa
+
+    s, d = (src, dst) if not undirected else (np.minimum(src, dst)[src != dst], np.maximum(src, dst)[src != dst])
+    if undirected:  # the relation is the simple graph of the directed edges
+        s, d = np.unique(np.stack([s, d]), axis=1)
+    index = distributed_index.build_on_driver(s, d, undirected, workers)
+    edges = pa.RecordBatch.from_arrays([pa.array(src, pa.int64()), pa.array(dst, pa.int64())], names=["src", "dst"])
+    holder = SimpleNamespace(value=index.ranking)  # what a broadcast gives a task
+    batches = exchange.run_locally(
+        workers, tokens, [_route_pairs(holder, workers, tokens), _home_pairs(str(index.root))], {0: [edges]}
+    )
+    return _finished(index, undirected, len(batches))
+
+
+def _finished(index: distributed_index.PartitionedIndex, undirected: bool, reports: int) -> VersionedIndex:
+    workers, root = index.workers, str(index.root)
+    if reports != workers:
+        raise RuntimeError(f"homing the edge set reported {reports} of {workers} workers")
     sizes = np.zeros((workers, len(INDEX_FIELDS)), np.int64)
     sizes[:, 0], sizes[:, 1] = index.keys, index.forward + index.reverse
     sizes[:, 5] = [_worker_bytes(root, p, 0, 0) for p in range(workers)]

@@ -3,11 +3,13 @@ types timed runs use. Run in the Python worker daemon before it forks a worker (
 so every worker, even one started after a cancelled task, is born warm) and on the driver at session
 start (`harness.spark`).
 
-BiGJoin's kernels are warmed by running BiGJoin itself: a real index of a small graph, built on the
-driver path and memory-mapped from the store as the executors map it, and a few queries through the
-real dataflow, its stages called in this process (`prefix_extension.run_locally`) on blobs that
-travel as Arrow record batches, as they do between Spark tasks. So the warm-up's types are the
-run's types by construction, not by a list kept in step with the code."""
+The BiGJoin family's kernels are warmed by running it: real indices of a small graph, each built by
+its own code (the driver build, and BiGJoin-S's and Delta-BiGJoin's index tasks run in this process)
+and memory-mapped from the store as the executors map them, then a few queries through the real
+dataflows (and Delta-BiGJoin's update batches), their stages called in this process
+(`exchange.run_locally`) on blobs that travel as Arrow record batches, as they do between Spark
+tasks. So the warm-up's types are the run's types by construction, not by a list kept in step with
+the code."""
 
 from __future__ import annotations
 
@@ -31,9 +33,12 @@ _EDGES = (
 )
 # (query, semantics, W, pinned B'): both semantics, one and several workers, windows cut by bytes and by B'.
 _RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 3, 2), ("clique5", "undirected", 1, None))
+# BiGJoin-S and Delta-BiGJoin (the one-level engine): (query, semantics, W, pinned B' or None for the default).
+_ONE_LEVEL_RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 3, 16))
 
 
 _dispatchers: dict[str, list] = {}  # per module of the project's, found once it is imported
+_modules_seen = 0  # len(sys.modules) when _dispatchers was last brought up to date
 
 
 def signatures() -> int:
@@ -41,10 +46,13 @@ def signatures() -> int:
     kernels: a timed stage that sees this grow paid for a compilation (`kernels_compiled`)."""
     from numba.core.registry import CPUDispatcher
 
-    for name, module in list(sys.modules.items()):
-        if name.startswith("implementations.") and module is not None and name not in _dispatchers:
-            _dispatchers[name] = [v for v in vars(module).values() if isinstance(v, CPUDispatcher)]
-    return sum(len(d.signatures) for found in _dispatchers.values() for d in found)
+    global _modules_seen
+    if len(sys.modules) != _modules_seen:  # a module was imported since: look for new kernels
+        _modules_seen = len(sys.modules)
+        for name, module in list(sys.modules.items()):
+            if name.startswith("implementations.") and module is not None and name not in _dispatchers:
+                _dispatchers[name] = [v for v in vars(module).values() if isinstance(v, CPUDispatcher)]
+    return sum(len(d.overloads) for found in _dispatchers.values() for d in found)  # not .signatures: it hashes every type
 
 
 def warm_up() -> None:
@@ -52,6 +60,7 @@ def warm_up() -> None:
     with contextlib.redirect_stdout(sys.stderr):
         warm_local_gj()
         warm_dataflow()
+        warm_one_level()
 
 
 def warm_dataflow() -> None:
@@ -59,8 +68,7 @@ def warm_dataflow() -> None:
     from .bigjoin import BiGJoin
     from .budget import Budget
 
-    src = np.array([s for s, _ in _EDGES], dtype=np.int64)
-    dst = np.array([d for _, d in _EDGES], dtype=np.int64)
+    src, dst = _edge_arrays()
     indices = {}
     try:
         for query, semantics, workers, batch in _RUNS:
@@ -75,8 +83,57 @@ def warm_dataflow() -> None:
                 impl = REGISTRY[name]
                 assert issubclass(impl, BiGJoin)
                 count, _, _ = impl.in_process(spec, workers, indices[key], budget).extend(5)
-                if count <= 0:
-                    raise RuntimeError(f"warm-up: {name} found no {query} in a graph with a 5-clique")
+                _expect_matches(name, query, count)
     finally:
         for index in indices.values():
             shutil.rmtree(index.root, ignore_errors=True)
+
+
+def warm_one_level() -> None:
+    """BiGJoin-S on its balanced index, and Delta-BiGJoin through update batches that insert, delete,
+    compact and sample changes, each index built by its own tasks in this process."""
+    from . import balanced_index, exchange, versioned_index
+    from .bigjoin_s import BiGJoinS
+    from .delta_bigjoin import DeltaBiGJoin
+
+    src, dst = _edge_arrays()
+    roots = []
+    try:
+        for query, semantics, workers, batch in _ONE_LEVEL_RUNS:
+            spec, tokens = make_join_spec(BUILTINS[query], semantics), exchange.local_tokens(workers)
+            params = {"batch": batch} if batch is not None else {}
+            source = distributed_index.build_on_driver(src, dst, semantics == "undirected", workers)
+            balanced = balanced_index.build_locally(source, tokens)
+            roots += [source.root, balanced.root]
+            count, _, _ = BiGJoinS.in_process(spec, workers, balanced, params=params).extend_by_level(5)
+            _expect_matches("bigjoin-s", query, count)
+            initial = np.arange(len(src)) % 2 == 0  # half the edges; the updates insert the rest
+            index = versioned_index.build_locally(src[initial], dst[initial], semantics == "undirected", workers, tokens)
+            roots.append(index.root)
+            delta = DeltaBiGJoin.in_process(spec, workers, index, params={**params, "compact_ratio": 0.0})
+            gone = np.flatnonzero(initial)[:3]
+            total = delta.apply_updates(_updates(src, dst, np.flatnonzero(~initial), gone)).delta
+            delta.change_limit = 5  # the second batch compacts and samples its changes
+            total += delta.apply_updates(_updates(src, dst, gone, np.zeros(0, np.int64))).delta
+            _expect_matches("delta-bigjoin", query, total)
+    finally:
+        for root in roots:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _edge_arrays() -> tuple[np.ndarray, np.ndarray]:
+    return np.array([s for s, _ in _EDGES], dtype=np.int64), np.array([d for _, d in _EDGES], dtype=np.int64)
+
+
+def _updates(src: np.ndarray, dst: np.ndarray, inserted: np.ndarray, deleted: np.ndarray):
+    """An update batch as `UpdateStream.batch` gives it: a pyarrow Table (src, dst, diff, seq)."""
+    import pyarrow as pa
+
+    rows = np.concatenate([inserted, deleted])
+    diff = np.concatenate([np.ones(len(inserted), np.int32), -np.ones(len(deleted), np.int32)])
+    return pa.table({"src": src[rows], "dst": dst[rows], "diff": diff, "seq": np.arange(len(rows), dtype=np.int64)})
+
+
+def _expect_matches(name: str, query: str, count: int) -> None:
+    if count <= 0:
+        raise RuntimeError(f"warm-up: {name} found no {query} in a graph with a 5-clique")

@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.thorough
-IMPLEMENTATIONS = ("local-gj", "bigjoin", "bigjoin-carry", "shares")
+IMPLEMENTATIONS = ("local-gj", "bigjoin", "bigjoin-carry", "bigjoin-s", "delta-bigjoin", "shares")
 
 
 def _bench(tmp: Path, name: str, cache: Path, store: Path) -> dict[str, dict]:
