@@ -122,8 +122,9 @@ def get_session(master: str | None = None, workers: int = 2):
 
 
 def _warm_driver() -> None:
-    """Every kernel on the driver (local-gj and the index build run here); `warm.warm_up` without its
-    redirect of stdout, which would redirect the whole process's while the session starts."""
+    """The kernels the driver runs (local-gj, and the index build that the dataflow's warm-up
+    exercises); not `warm.warm_up`, whose redirect of stdout would take the whole process's while the
+    session starts, and whose one-level engine runs only in workers."""
     from implementations.warm import warm_dataflow, warm_local_gj
 
     warm_local_gj()
@@ -138,7 +139,7 @@ def _import_worker_modules(probe: str | None):
 
         from implementations.warm import warm_up
 
-        warm_up()  # every kernel (the daemon already did, on this machine; elsewhere this task does)
+        warm_up()  # every kernel: at once in a worker forked from this machine's warmed daemon; elsewhere here
         for _ in iterator:
             pass
         if probe is not None and not os.path.exists(probe):  # the store is not the same directory here

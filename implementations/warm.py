@@ -55,12 +55,20 @@ def signatures() -> int:
     return sum(len(d.overloads) for found in _dispatchers.values() for d in found)  # not .signatures: it hashes every type
 
 
+_warmed = False  # this process (or the daemon it was forked from) has run warm_up
+
+
 def warm_up() -> None:
-    """Compile or load every kernel, with nothing written to stdout (the daemon's port goes there)."""
+    """Compile or load every kernel, with nothing written to stdout (the daemon's port goes there).
+    Once per process: a worker forked from a warmed daemon is warm already."""
+    global _warmed
+    if _warmed:
+        return
     with contextlib.redirect_stdout(sys.stderr):
         warm_local_gj()
         warm_dataflow()
         warm_one_level()
+    _warmed = True
 
 
 def warm_dataflow() -> None:
