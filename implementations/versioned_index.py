@@ -177,9 +177,10 @@ def build_locally(src: np.ndarray, dst: np.ndarray, undirected: bool, workers: i
     every vertex an update names must have an edge here (no extra vertices)."""
     import pyarrow as pa
 
-    s, d = (src, dst) if not undirected else (np.minimum(src, dst)[src != dst], np.maximum(src, dst)[src != dst])
+    s, d = src, dst
     if undirected:  # the relation is the simple graph of the directed edges
-        s, d = np.unique(np.stack([s, d]), axis=1)
+        keep = src != dst
+        s, d = np.unique(np.stack([np.minimum(src, dst)[keep], np.maximum(src, dst)[keep]]), axis=1)
     index = distributed_index.build_on_driver(s, d, undirected, workers)
     edges = pa.RecordBatch.from_arrays([pa.array(src, pa.int64()), pa.array(dst, pa.int64())], names=["src", "dst"])
     holder = SimpleNamespace(value=index.ranking)  # what a broadcast gives a task
@@ -189,10 +190,11 @@ def build_locally(src: np.ndarray, dst: np.ndarray, undirected: bool, workers: i
     return _finished(index, undirected, len(batches))
 
 
-def _finished(index: distributed_index.PartitionedIndex, undirected: bool, reports: int) -> VersionedIndex:
+def _finished(index: distributed_index.PartitionedIndex, undirected: bool, reported: int) -> VersionedIndex:
+    """The driver's handle on base 0, once `reported` workers have homed their pairs."""
     workers, root = index.workers, str(index.root)
-    if reports != workers:
-        raise RuntimeError(f"homing the edge set reported {reports} of {workers} workers")
+    if reported != workers:
+        raise RuntimeError(f"homing the edge set reported {reported} of {workers} workers")
     sizes = np.zeros((workers, len(INDEX_FIELDS)), np.int64)
     sizes[:, 0], sizes[:, 1] = index.keys, index.forward + index.reverse
     sizes[:, 5] = [_worker_bytes(root, p, 0, 0) for p in range(workers)]

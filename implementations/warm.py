@@ -120,9 +120,9 @@ def warm_one_level() -> None:
             roots.append(index.root)
             delta = DeltaBiGJoin.in_process(spec, workers, index, params={**params, "compact_ratio": 0.0})
             gone = np.flatnonzero(initial)[:3]
-            total = delta.apply_updates(_updates(src, dst, np.flatnonzero(~initial), gone)).delta
+            total = delta.apply_updates(update_batch(src, dst, np.flatnonzero(~initial), gone)).delta
             delta.change_limit = 5  # the second batch compacts and samples its changes
-            total += delta.apply_updates(_updates(src, dst, gone, np.zeros(0, np.int64))).delta
+            total += delta.apply_updates(update_batch(src, dst, gone, np.zeros(0, np.int64))).delta
             _expect_matches("delta-bigjoin", query, total)
     finally:
         for root in roots:
@@ -133,8 +133,9 @@ def _edge_arrays() -> tuple[np.ndarray, np.ndarray]:
     return np.array([s for s, _ in _EDGES], dtype=np.int64), np.array([d for _, d in _EDGES], dtype=np.int64)
 
 
-def _updates(src: np.ndarray, dst: np.ndarray, inserted: np.ndarray, deleted: np.ndarray):
-    """An update batch as `UpdateStream.batch` gives it: a pyarrow Table (src, dst, diff, seq)."""
+def update_batch(src: np.ndarray, dst: np.ndarray, inserted: np.ndarray, deleted: np.ndarray):
+    """An update batch as `UpdateStream.batch` gives it, a pyarrow Table (src, dst, diff, seq): the
+    edges at rows `inserted` inserted, then those at rows `deleted` deleted."""
     import pyarrow as pa
 
     rows = np.concatenate([inserted, deleted])

@@ -18,6 +18,7 @@ from harness.query import BUILTINS, make_join_spec
 from implementations import balanced_index, distributed_index, exchange, versioned_index
 from implementations.bigjoin_s import BiGJoinS
 from implementations.delta_bigjoin import DeltaBiGJoin
+from implementations.warm import update_batch
 from tests.strategies import connected_patterns, messy_graphs
 from tests.test_dataflow import THOROUGH, canonical, reference
 
@@ -72,7 +73,7 @@ def test_delta_bigjoin_in_process_keeps_the_count_through_inserts_deletes_and_co
         for _ in range(3):
             flip = np.flatnonzero(np.array([rnd.random() < 0.25 for _ in range(len(src))]))
             inserted, deleted = flip[~present[flip]], flip[present[flip]]
-            out = delta.apply_updates(_updates(src, dst, inserted, deleted))
+            out = delta.apply_updates(update_batch(src, dst, inserted, deleted))
             present[flip] = ~present[flip]
             count += out.delta
             assert count == reference(*canonical(list(zip(src[present], dst[present])), semantics), spec)
@@ -80,14 +81,6 @@ def test_delta_bigjoin_in_process_keeps_the_count_through_inserts_deletes_and_co
         assert index.compactions >= 1
     finally:
         shutil.rmtree(index.root, ignore_errors=True)
-
-
-def _updates(src, dst, inserted, deleted):
-    import pyarrow as pa
-
-    rows = np.concatenate([inserted, deleted])
-    diff = np.concatenate([np.ones(len(inserted), np.int32), -np.ones(len(deleted), np.int32)])
-    return pa.table({"src": src[rows], "dst": dst[rows], "diff": diff, "seq": np.arange(len(rows), dtype=np.int64)})
 
 
 @pytest.mark.parametrize("semantics", ["undirected", "directed"])
