@@ -25,7 +25,7 @@ from harness.query import JoinSpec, in_query_order
 from . import distributed_index, exchange
 from .base import Implementation, Outcome, Param, RunContext
 from .budget import Budget, default_budget, parse_size, worker_memory
-from .dataflow import DataflowJob
+from .dataflow import DataflowGroup, DataflowJob
 from .plan import ExtensionPlan
 from .prefix_extension import (
     FIELDS,
@@ -151,7 +151,7 @@ class BiGJoin(Implementation):
             return
         if batch is not None and self.param("memory_budget") is not None:
             raise DataError("--batch and --memory-budget both set: give one (B' per batch, or the bytes it follows from)")
-        if self.param("index_build") not in INDEX_BUILDS:
+        if self._params.get("index_build", "auto") not in INDEX_BUILDS:
             raise DataError(f"--index-build: '{self.param('index_build')}' is not one of {', '.join(INDEX_BUILDS)}")
         if self.param("memory_budget") is not None:
             parse_size(self.param("memory_budget"))  # a bad size fails before the index is built
@@ -186,6 +186,9 @@ class BiGJoin(Implementation):
         impl = cls(RunContext(cast(Any, None), cast(Any, None), spec, workers, dict(params or {})))
         impl.configure()
         impl.index = index
+        batch = impl.param("batch") if impl.job_class is None else None
+        if budget is None and batch is not None:
+            budget = Budget(None, batch, impl.plan.m, "--batch")
         impl.memory = budget or Budget(DEFAULT_LOCAL_BUDGET, None, impl.plan.m, "in-process")
         impl.local = True
         return impl
@@ -368,6 +371,7 @@ class Counters:
     def add(self, job, result: JobResult, queued: int) -> None:
         """One Spark job's counters: `job.parts()` names the extensions it ran and their stages."""
         parts = job.parts()
+        pipelined = isinstance(job, (DataflowJob, DataflowGroup))  # a level ran if its windows took work
         loads = _received(result)  # (stage, worker)
         ran = set()
         for level, group, offset, exchanges in parts:  # a pipelined job runs several levels, each from its offset
@@ -376,7 +380,7 @@ class Counters:
                 self.prefixes[1] += part.total("held_prefixes")
             else:
                 self.prefixes[level + 1] += part.total("produced")
-            if level == 0 or part.total("taken_work") or not isinstance(job, DataflowJob):
+            if level == 0 or part.total("taken_work") or part.total("proposals") or not pipelined:
                 ran.add(level)
             mine = (loads if part is result else _received(part)).sum(axis=1)
             for number in range(1, exchanges + 1):

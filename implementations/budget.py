@@ -66,6 +66,14 @@ class Budget:
         assert self.bytes is not None
         return max(1, self.bytes // self.proposal_bytes(level))
 
+    def share(self, parts: int) -> Budget:
+        """One of `parts` equal shares (extensions that run side by side in one job)."""
+        if parts == 1:
+            return self
+        bytes_ = None if self.bytes is None else max(1, self.bytes // parts)
+        batch = None if self.batch is None else max(1, self.batch // parts)
+        return Budget(bytes_, batch, self.m, f"{self.source}, one of {parts} shares")
+
     def describe(self) -> dict:
         levels = range(1, self.m)
         return {

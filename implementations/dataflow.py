@@ -27,6 +27,7 @@ import itertools
 import os
 import re
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -90,6 +91,9 @@ class DataflowJob:
     run_dir: str
     job_id: int
     match_limit: int = 0
+    # Several extensions in one Spark job (`DataflowGroup`): each tags its counters' groups and its
+    # blobs with tag + level, tag a multiple of TAG_STRIDE, and queues under a run_dir of its own.
+    tag: int = 0
 
     @property
     def levels(self) -> range:
@@ -116,8 +120,8 @@ class DataflowJob:
         return self.last_stage(self.plan.m - 1)
 
     def parts(self) -> list[tuple[int, int, int, int]]:
-        """(level, group, first stage, exchanges) per level; a level's group is the level itself."""
-        return [(level, level, self.offsets[level], self.level_hops(level)) for level in self.levels]
+        """(level, group, first stage, exchanges) per level; a level's group is tag + the level."""
+        return [(level, self.tag + level, self.offsets[level], self.level_hops(level)) for level in self.levels]
 
     def chunk_path(self, level: int, worker: int, stage: int, attempt: int) -> str:
         """Named by the writing task attempt, as in prefix_extension: the driver reads the attempts
@@ -125,7 +129,7 @@ class DataflowJob:
         return os.path.join(self.run_dir, f"L{level}", f"p{worker}", f"j{self.job_id:06d}-s{stage:03d}-a{attempt}.bin")
 
     def queued_chunk_path(self, group: int, worker: int, stage: int, attempt: int) -> str:
-        return self.chunk_path(group + 1, worker, stage, attempt)
+        return self.chunk_path(group - self.tag + 1, worker, stage, attempt)
 
     def cleanup(self) -> None:
         """Called by the driver once the job's results are in."""
@@ -209,7 +213,8 @@ class WorkerStage:
     def record(self, level: int) -> np.ndarray:
         if level not in self.records:
             rec = np.zeros(len(FIELDS), dtype=np.int64)
-            rec[F["stage"]], rec[F["worker"]], rec[F["group"]], rec[F["attempt"]] = self.stage, self.p, level, self.attempt
+            rec[F["stage"]], rec[F["worker"]], rec[F["attempt"]] = self.stage, self.p, self.attempt
+            rec[F["group"]] = self.job.tag + level
             self.records[level] = rec
         return self.records[level]
 
@@ -228,6 +233,7 @@ class WorkerStage:
 
     def run(self, received: list, final: bool):
         job = self.job
+        self.signatures = warm.signatures()  # in a DataflowGroup, the extensions before this one ran since __init__
         by_level: dict[int, list] = {}
         for kind, meta, arrays in received:
             if kind == BlobKind.STATS:
@@ -235,7 +241,7 @@ class WorkerStage:
             elif kind == BlobKind.MATCHES:
                 self.matches.append(arrays[0].reshape(meta[:2]))
             else:
-                by_level.setdefault(meta[0], []).append((kind, meta, arrays))
+                by_level.setdefault(meta[0] - job.tag, []).append((kind, meta, arrays))
         for level in job.levels:
             if job.offsets[level] < self.stage <= job.last_stage(level):
                 self.receive(level, by_level.pop(level, []))
@@ -279,6 +285,8 @@ class WorkerStage:
     def seed(self) -> None:
         """Every key this worker owns is a 1-prefix, counted at once (level 1's relations are all its)."""
         keys = np.asarray(self.ix.lists.keys)
+        if len(self.ix.changes.keys):  # Delta-BiGJoin's view: keys its changes added count too
+            keys = np.union1d(keys, self.ix.changes.keys).astype(np.int32)
         if self.plan.loop[0]:
             keys = keys[np.isin(keys, self.loops)]
         rows = np.empty((len(keys), 4), dtype=np.int32)
@@ -470,7 +478,7 @@ class WorkerStage:
             width = rows.shape[1]
             targets = [q for q in range(job.workers) if items[q]]
             blobs = [
-                (q, (group, level, int(items[q]), width), [(np.int32, int(items[q]) * width), (np.int32, int(vals[q]))])
+                (q, (job.tag + group, level, int(items[q]), width), [(np.int32, int(items[q]) * width), (np.int32, int(vals[q]))])
                 for q in targets
             ]
             buffer, places = exchange.layout(kind, blobs)
@@ -503,10 +511,11 @@ class WorkerStage:
         """This worker's counters (and sampled matches): to itself for the next stage, or (after the
         last stage) to the driver."""
         stats = np.concatenate(self.carried + [self.records[level][None, :] for level in sorted(self.records)])
-        side = [exchange.pack(BlobKind.STATS, self.p, [stats.ravel()], (*stats.shape, 0))]
+        tag = self.job.tag
+        side = [exchange.pack(BlobKind.STATS, self.p, [stats.ravel()], (*stats.shape, tag))]
         if self.matches:
             found = np.concatenate(self.matches)[: self.job.match_limit]
-            side.append(exchange.pack(BlobKind.MATCHES, self.p, [found.ravel()], (*found.shape, 0)))
+            side.append(exchange.pack(BlobKind.MATCHES, self.p, [found.ravel()], (*found.shape, tag)))
         token = exchange.TO_DRIVER if final else int(self.job.tokens[self.p])
         yield from exchange.blob_batches([token] * len(side), side)
 
@@ -543,3 +552,80 @@ def _fit(
     if whole < len(avail):
         return take, 0  # the budget is spent: a later job takes the rest
     return take, room - used
+
+
+TAG_STRIDE = 64  # an extension's groups are tag + level, its tag a multiple of this (m < 64)
+
+
+@dataclass
+class DataflowGroup:
+    """Several extensions (DataflowJobs with distinct tags and run_dirs) in one Spark job: each stage
+    runs every extension's stage on its own blobs, so each keeps its own windows within its own
+    budget. With a `prelude`, the start tasks first run it on their input and worker (Delta-BiGJoin
+    applies its update batch there); the blobs it returns travel to the driver (JobResult.reports)."""
+
+    jobs: list[DataflowJob]
+    prelude: Callable[[Iterator, int], list[exchange.Blob]] | None = None
+
+    @property
+    def workers(self) -> int:
+        return self.jobs[0].workers
+
+    @property
+    def tokens(self) -> np.ndarray:
+        return self.jobs[0].tokens
+
+    @property
+    def exchanges(self) -> int:  # an extension that finishes earlier idles (its stages only carry counters)
+        return max(job.exchanges for job in self.jobs)
+
+    def parts(self) -> list[tuple[int, int, int, int]]:
+        return [part for job in self.jobs for part in job.parts()]
+
+    def queued_chunk_path(self, group: int, worker: int, stage: int, attempt: int) -> str:
+        job = next(job for job in self.jobs if job.tag == group - group % TAG_STRIDE)
+        return job.queued_chunk_path(group, worker, stage, attempt)
+
+    def cleanup(self) -> None:
+        for job in self.jobs:
+            job.cleanup()
+
+    def start_task(self, final: bool):
+        def start(iterator):
+            p = exchange.current_partition()
+            if self.prelude is not None:
+                reports = self.prelude(iterator, p)
+            else:
+                reports = []
+                for _ in iterator:
+                    pass
+            for job in self.jobs:
+                yield from WorkerStage(job, 0, p).run([], final)
+            yield from self._carry(reports, p, final)
+
+        return start
+
+    def stage_task(self, number: int, final: bool):
+        def run_stage(iterator):
+            p = exchange.current_partition()
+            workers = [WorkerStage(job, number, p) for job in self.jobs]
+            by_tag: dict[int, list] = {}
+            reports = []
+            with workers[0].clock(None, "pack_us"):
+                for kind, meta, arrays in exchange.received(iterator, p):
+                    if kind in (BlobKind.STATS, BlobKind.MATCHES):
+                        by_tag.setdefault(meta[2], []).append((kind, meta, arrays))
+                    elif kind in (BlobKind.CANDIDATES, BlobKind.PREFIXES, BlobKind.FAMILIES):
+                        by_tag.setdefault(meta[0] - meta[0] % TAG_STRIDE, []).append((kind, meta, arrays))
+                    else:  # the prelude's reports, on their way to the driver
+                        reports.append(exchange.pack(kind, p, arrays, meta))
+            for worker in workers:
+                yield from worker.run(by_tag.pop(worker.job.tag, []), final)
+            yield from self._carry(reports, p, final)
+
+        return run_stage
+
+    def _carry(self, reports: list[exchange.Blob], p: int, final: bool):
+        if reports:
+            token = exchange.TO_DRIVER if final else int(self.tokens[p])
+            yield from exchange.blob_batches([token] * len(reports), reports)

@@ -12,7 +12,7 @@ from numba import njit
 
 from .constants import BOTH, FORWARD, INT32_MAX, REVERSE
 from .csr import intersect, lower_bound
-from .extension_kernels import _emit, admissible, list_ranges, narrow, value_bounds
+from .extension_kernels import _emit, admissible, list_ranges, narrow, unchanged, value_bounds
 from .keys import owner
 
 
@@ -177,7 +177,7 @@ def _lowest(bits):
 @njit(cache=True)
 def _narrow_by(ix, kind, view, k, cands, src, n, out, dst, store, work):
     """cands[src:src+n] ∩ key k's list of relation `kind`, into out[dst:], on any index."""
-    if len(ix.changes.keys) == 0:
+    if unchanged(ix, k):
         return _static_narrow(ix.lists, kind, k, cands, src, n, out, dst, store, work)
     span = list_ranges(ix, view, kind, k, 0, INT32_MAX)
     return narrow(ix, span, kind, k, cands, src, np.int64(n), out, dst, work, store)
@@ -203,15 +203,16 @@ def _narrow_each(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands
 @njit(cache=True, inline="always")
 def _narrow_local(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work):
     """cands[src:src+n] narrowed by each relation in `local` in turn, into out[dst:]; the last one only
-    counts unless `store_last`. Returns (kept, probes). The common case, one local relation of a
-    static index, inline; the rest out of line (`_narrow_each`): a loop of inlined intersections in
+    counts unless `store_last`. Returns (kept, probes). The common case, one local relation whose
+    key has no changes, inline; the rest out of line (`_narrow_each`): a loop of inlined intersections in
     the per-prefix loop cost twice the time (clique5, R-MAT 14)."""
     if local == 0:
         return n, 0
-    if local & (local - 1) == 0 and len(ix.changes.keys) == 0:
+    if local & (local - 1) == 0:
         r = _lowest(local)
         k = prefix[i, rel_pos[level, r]]
-        return _static_narrow(ix.lists, rel_kind[level, r], k, cands, src, n, out, dst, store_last, work), n
+        if unchanged(ix, k):
+            return _static_narrow(ix.lists, rel_kind[level, r], k, cands, src, n, out, dst, store_last, work), n
     # np.int64: a literal 0 passed out of line would compile the callee once more (and all it calls)
     src, n, dst = np.int64(src), np.int64(n), np.int64(dst)
     return _narrow_each(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work)
@@ -230,7 +231,7 @@ def copy_then_narrow(ix, plan, loops, level, prefix, i, local, values, a, b, out
     return _narrow_written(ix, plan, level, prefix, i, local, out, w, end, store, work)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _narrow_written(ix, plan, level, prefix, i, local, out, start, end, store, work):
     """out[start:end], just written, narrowed in place by the `local` relations. Returns (kept, probes)."""
     if local == 0:
@@ -240,7 +241,7 @@ def _narrow_written(ix, plan, level, prefix, i, local, out, start, end, store, w
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _propose_general(ix, plan, loops, level, prefix, i, r, first, last, local, lo, hi, filtered, out, w, store, work):
     """Prefix i's proposals [first, last) from relation r, written (filtered) to out[w:] and narrowed
     there by its `local` relations: a BOTH list (two parts), a filtered level, or an index with changes."""
@@ -279,7 +280,6 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
     out = np.empty(max(0, (last - first).sum()), dtype=np.int32)
     work = np.zeros(2, dtype=np.int64)
     filtered = level_filtered(plan, level)
-    static = len(ix.changes.keys) == 0
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
     above, below = plan.above, plan.below
     full = (1 << rel_count[level]) - 1
@@ -296,7 +296,7 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
         mask[i] = pending & ~local
         proposals += last[i] - first[i]
         store = mask[i] != 0 or stored_done < keep_done
-        if not filtered and kind != BOTH and static:  # straight from the index
+        if not filtered and kind != BOTH and unchanged(ix, k):  # straight from the index
             values = ix.lists.forward if kind == FORWARD else ix.lists.reverse
             a, b = _part(ix.lists, 0 if kind == FORWARD else 1, values, k, lo, hi)
             a, b = a + first[i], min(a + last[i], b)
@@ -364,7 +364,6 @@ def count_rows(p, workers, ix, level, rows, plan):
     this worker owns, keeping the smallest (ties to the lower relation); then where each goes next:
     the owner of its lowest pending relation's key or, with none pending, of its proposing relation's
     key; -1 for a prefix with no extension (dropped). Returns (destination, lookups)."""
-    static = len(ix.changes.keys) == 0
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
     above, below = plan.above, plan.below
     n = rows.shape[0]
@@ -379,7 +378,7 @@ def count_rows(p, workers, ix, level, rows, plan):
                     k = rows[i, rel_pos[level, r]]
                     if owner(k, workers) != p:
                         continue
-                    if static:
+                    if unchanged(ix, k):
                         ra, rb, fa, fb = _static_ranges(ix.lists, rel_kind[level, r], k, lo, hi)
                         c = rb - ra + fb - fa
                     else:

@@ -1,18 +1,21 @@
 """`delta-bigjoin` (§3.3, §4.3): BiGJoin kept current under batches of edge insertions and deletions.
 
 What differs from BiGJoin, and where it lives:
-1. The index is multi-version (`versioned_index`): it is updated in place by one Spark job per batch,
-   which also derives the relation's net changes under set semantics, and it gives the batch an old
-   and a new view (`DeltaJob.load_index`: the base plus the changes up to and before the batch).
+1. The index is multi-version (`versioned_index`): it is updated in place at the start of each
+   batch's first Spark job, which also derives the relation's net changes under set semantics, and it
+   gives the batch an old and a new view (`DeltaFlow.load_index`: the base plus the changes up to and
+   before the batch).
 2. A batch runs one delta query dQ_i per query edge (atom) i and per sign: Generic Join over an
    attribute order that starts with atom i's two attributes, seeded at level 1 from the batch's net
-   changes of that sign (`DeltaJob.start`). Atoms before i read the new view, atoms after i the old
-   one: `ExtensionPlan.from_spec(seed_atom=i)` sets those relations' `rel_view` to OLD, which the
+   changes of that sign (`DeltaFlow.seed_changes`). Atoms before i read the new view, atoms after i the
+   old one: `ExtensionPlan.from_spec(seed_atom=i)` sets those relations' `rel_view` to OLD, which the
    shared kernels pass to `list_ranges` (the only place that reads a view). So a match whose edges
    change in the same batch is counted exactly once.
-3. All delta queries of a batch, every level of each, run in one Spark job with the index update
-   (`apply_updates`): a `GroupJob` with the update as its prelude, each level starting at its
-   `offset` and fed by the level before (`DeltaJob.window` with `feed`, `last_stage`).
+3. Each delta query runs on BiGJoin's pipelined dataflow (`dataflow`), all of a batch's queries
+   multiplexed into one Spark job (`DataflowGroup`, the index update its prelude), each within an
+   equal share of the memory budget. What a share's windows leave queued runs in further jobs, each
+   query from the level BiGJoin's rule picks, so no job holds more than the budget however large the
+   batch (the paper's bound assumes batches of B').
 4. The change of the count is the sum of the delta queries' counts, each with its sign.
 
 Without an update stream (ctx.stream), `count()` starts from the empty graph and inserts the dataset's
@@ -20,12 +23,11 @@ edges in `self_check_batches` batches, so the count it returns is built entirely
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import uuid
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from pyspark.sql import functions as F
@@ -36,91 +38,77 @@ from harness.query import default_attribute_order, in_query_order, make_join_spe
 
 from . import versioned_index
 from .base import BatchOutcome, Outcome, Param
-from .bigjoin import LEVEL_PARAMS, BiGJoin, Counters
-from .extension_kernels import IndexPartition, filter_candidates
+from .bigjoin import Batches, BiGJoin, Counters, next_level
+from .budget import Budget
+from .dataflow import TAG_STRIDE, DataflowGroup, DataflowJob, WorkerStage, full_mask
+from .extension_kernels import filter_candidates
 from .plan import ExtensionPlan
-from .prefix_extension import (
-    Candidates,
-    ExtensionJob,
-    GroupJob,
-    Prefixes,
-    Stage,
-    _concat,
-    read_queue,
-)
+from .prefix_extension import F as FIELD
+
+F_GROUP, F_COUNTED = FIELD["group"], FIELD["counted"]
 
 DEFAULT_COMPACT_RATIO = 0.05  # compact when the overlays hold this share of the base's entries
 DEFAULT_SELF_CHECK_BATCHES = 2
 
 
-@dataclass
-class DeltaJob(ExtensionJob):
+@dataclass(kw_only=True)
+class DeltaFlow(DataflowJob):
+    """One delta query's share of a Spark job: BiGJoin's dataflow on a view of the versioned index,
+    its first job seeded at level 1 from the batch's net changes of one sign."""
+
     view: tuple[int, int] = (0, 0)  # (base, overlay) versions of the multi-version index
     seeds: str | None = None  # directory of the batch's net changes: start at level 1 from them
     sign: int = 1  # which changes seed this extension: insertions (+1) or deletions (-1)
     undirected: bool = False
-    feed: int | None = None  # pipelined: start from everything group `feed` queued for this level here
 
-    def load_index(self, p: int) -> tuple[IndexPartition, np.ndarray]:
+    def load_index(self, p: int):
         return versioned_index.load_view(self.index_root, p, *self.view)
 
     @property
     def seeded(self) -> bool:
-        return self.seeds is not None and self.level == 1
+        return self.seeds is not None and self.first == 1
 
-    @property
-    def exchanges(self) -> int:
-        if not self.seeded:
-            return super().exchanges
-        plan = self.plan  # seeds start at the owner of their first attribute, which keys every relation binding the second
-        if plan.m == 2:
-            return 0
-        return len({int(plan.rel_pos[2, r]) for r in range(plan.rel_count[2])} - {0}) + 1
+    def level_hops(self, level: int) -> int:
+        if not (self.seeded and level == 1):
+            return super().level_hops(level)
+        # A seed starts at the owner of its first attribute, which keys every relation binding the
+        # second: it needs no Intersect hop, only level 2's Count and the move to its proposer.
+        others = self.workers - 1
+        return min(int(self.plan.rel_count[2]), others) + min(1, others) if self.plan.m > 2 else 0
 
-    def start(self, p: int, final: bool, number: int = 0):
-        if not self.seeded:
-            return super().start(p, final, number)
-        assert self.seeds is not None  # seeded
-        stage = Stage(self, number, p)
-        key, value, diff, kind = np.load(store.local_copy(os.path.join(self.seeds, f"p{p}.npy")))
+    def start_level(self, worker: WorkerStage, level: int) -> None:
+        if self.seeded and level == 1:
+            self.seed_changes(worker)
+        else:
+            super().start_level(worker, level)
+
+    def seed_changes(self, worker: WorkerStage) -> None:
+        """The batch's net changes of this sign keyed here, as level-1 candidates (x; y)."""
+        assert self.seeds is not None
+        plan = self.plan
+        with worker.clock(1, "io_us"):
+            key, value, diff, kind = np.load(store.local_copy(os.path.join(self.seeds, f"p{worker.p}.npy")))
         # Undirected, the relation is symmetric and each change binds the atom both ways round (as its
         # forward and its reverse entry); directed, the atom reads the forward entries.
         chosen = (diff == self.sign) & ((kind == 0) | self.undirected)
-        x, y = key[chosen], value[chosen]
-        plan, x = self.plan, x.astype(np.int32).reshape(-1, 1)
-        keep = filter_candidates(
-            1, x, np.arange(len(x)), y.astype(np.int32), plan.above, plan.below, plan.differ, False, stage.loops
-        )
-        x, y = x[keep, 0], y[keep].astype(np.int32)
-        stage.add("proposals", len(y))
-        seeds = Candidates(
-            x.reshape(-1, 1), np.full(len(x), (1 << int(plan.rel_count[1])) - 1, np.int32), np.ones(len(x), np.int32), y
-        )
-        return stage.run(seeds, Prefixes.empty(2), final)
-
-    def window(self, p: int) -> tuple:
-        if self.feed is None:
-            return super().window(p)
-        # Pipelined: every prefix group `feed` queued here for this level earlier in the same Spark job.
-        # A stage re-executed after a lost executor leaves a second file (named by its attempt) with the
-        # same content: read one per stage.
-        pattern = os.path.join(self.run_dir, f"L{self.level}", f"p{p}", f"j{self.job_id:06d}-g{self.feed}-s*-a*.bin")
-        per_stage: dict[str, str] = {}
-        for path in sorted(glob.glob(pattern)):
-            per_stage.setdefault(os.path.basename(path).rsplit("-a", 1)[0], path)
-        items = _concat([read_queue(path) for path in per_stage.values()], Prefixes.empty(self.level))
-        for path in per_stage.values():
-            store.drop_local(path)  # used up by this job
-        work = items.work().astype(np.int64)
-        return items, np.zeros_like(work), work
+        x, y = key[chosen].astype(np.int32).reshape(-1, 1), value[chosen].astype(np.int32)
+        keep = filter_candidates(1, x, np.arange(len(x)), y, plan.above, plan.below, plan.differ, False, worker.loops)
+        x, y = x[keep, 0], np.ascontiguousarray(y[keep])
+        worker.add(1, "proposals", len(y))
+        rows = np.empty((len(x), 3), np.int32)
+        rows[:, 0], rows[:, 1], rows[:, 2] = x, full_mask(plan, 1), 1
+        if plan.rel_count[1]:  # a relation besides the seed atom binds the second attribute: all keyed here
+            worker.candidates(1, rows, y)
+        else:
+            worker.route_candidates(1, rows, y, 0)
 
 
 class DeltaBiGJoin(BiGJoin):
     name = "delta-bigjoin"
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
-    job_class = DeltaJob
     maintains_updates = True
-    params = LEVEL_PARAMS + (
+    dataflow_class = DeltaFlow  # count() of the initial graph: BiGJoin's dataflow on the current view
+    params = BiGJoin.params[:2] + (  # --memory-budget, --batch
         Param("changes", int, 0, "with --updates: record up to N changed matches per batch"),
         Param(
             "compact_ratio",
@@ -166,6 +154,7 @@ class DeltaBiGJoin(BiGJoin):
         mentioned = stream.updates.select(F.col("src").alias("v")).union(stream.updates.select(F.col("dst").alias("v")))
         self.index = versioned_index.build(ctx.spark, stream.initial, relation, undirected, ctx.workers, mentioned)
         self.index_reused = False
+        self.memory = self.choose_budget()
         self.plan_deltas()
 
     def plan_deltas(self) -> None:
@@ -212,66 +201,80 @@ class DeltaBiGJoin(BiGJoin):
         return Outcome(total, counters)
 
     def apply_updates(self, batch) -> BatchOutcome:
-        """One Spark job per batch: the index update, then every delta query (both signs, whichever the
-        batch turns out to need) with its levels pipelined: each level starts in the stage after the
-        previous level's prefixes have all reached their proposers, and proposes all of them."""
-        ctx, index, m = self.ctx, self.index, self.plan.m
+        """Apply the batch to the index and run its delta queries (`_run_batch`); the count changes by
+        the sum of their counts, each with its sign."""
+        index = self.index
         compact = index.version > 0 and index.overlay_share() > self.compact_ratio
         update = versioned_index.begin_batch(index, batch, compact)
         self._sample = None  # matches() must look at the current graph
-        seeds = versioned_index.seeds_dir(index.root, index.version)
         queries = [(atom, sign) for atom in range(len(self.delta_plans)) for sign in (1, -1)]
-        run_dir = str(index.root / f"run-{uuid.uuid4().hex[:8]}")
-        tokens = self.routing_tokens()
-        limit = self.change_limit + 1 if self.change_limit else 0
-        jobs: list[ExtensionJob] = []
-        offsets: list[int] = []
-        sign_of: dict[int, int] = {}
-        for e, (atom, sign) in enumerate(queries):
-            offset = 0
-            for level in range(1, m):
-                group = e + len(queries) * (level - 1)
-                job = DeltaJob(
-                    index_root=str(index.root),
-                    workers=ctx.workers,
-                    tokens=tokens,
-                    plan=self.delta_plans[atom],
-                    level=level,
-                    budget=self.budget,
-                    queues=[[] for _ in range(ctx.workers)],
-                    consumed=[0] * ctx.workers,
-                    run_dir=run_dir,
-                    job_id=0,
-                    match_limit=limit,
-                    group=group,
-                    view=index.view,
-                    seeds=seeds if level == 1 else None,
-                    sign=sign,
-                    undirected=index.undirected,
-                    feed=group - len(queries) if level > 1 else None,
-                )
-                job.last_stage = offset + job.exchanges
-                jobs.append(job)
-                offsets.append(offset)
-                sign_of[group] = sign
-                offset += job.exchanges
-        grouped = GroupJob(jobs, update.prelude, offsets)
-        try:
-            result = self.execute(grouped)
-        finally:
-            shutil.rmtree(run_dir, ignore_errors=True)
-        applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in update.finish(result.reports).sum(axis=0))))
-        counters = Counters(m)
-        counters.add(grouped, result, 0)
-        delta = sum(sign * result.of_group(g).total("counted") for g, sign in sign_of.items())
-        report = counters.report(index, self.budget_fields(), False)
+        run = self._run_batch(update, queries)
+        applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in run.applied.sum(axis=0))))
+        delta = sum(sign * n for (_, sign), n in zip(queries, run.counted))
+        report = run.counters.report(index, self.budget_fields(), False)
         changes, truncated = None, False
         if self.change_limit:
-            last = len(queries) * (m - 2)  # the groups of the last level count (and sample) the matches
-            found = [result.matches.get(last + e, np.zeros((0, m), np.int32)) for e in range(len(queries))]
-            changes, truncated = self._net_changes(queries, found)
-        report.update(delta_queries=len(queries))
-        return BatchOutcome(delta, counters.count, report, changes, truncated, applied={**applied, "compacted": compact})
+            rows = [np.concatenate(f) if f else np.zeros((0, self.plan.m), np.int32) for f in run.found]
+            changes, truncated = self._net_changes(queries, rows)
+        assert run.first_share is not None  # the first job always runs
+        report.update(delta_queries=len(queries), budget_share_per_query=run.first_share.describe())
+        return BatchOutcome(delta, run.counters.count, report, changes, truncated, applied={**applied, "compacted": compact})
+
+    def _run_batch(self, update: versioned_index.BatchUpdate, queries: list[tuple[int, int]]) -> _BatchRun:
+        """The batch's first Spark job applies it to the index (its prelude) and starts every delta
+        query (both signs: the driver learns which the batch needs only from the update) at level 1;
+        further jobs extend what the budget left queued, each query from the level BiGJoin's rule picks."""
+        index, m = self.index, self.plan.m
+        queues = [Batches(m, self.ctx.workers, {}) for _ in queries]
+        run_dir = str(index.root / f"run-{uuid.uuid4().hex[:8]}")
+        common = {
+            "index_root": str(index.root),
+            "workers": self.ctx.workers,
+            "tokens": self.routing_tokens(),
+            "run_dir": run_dir,
+            "match_limit": self.change_limit + 1 if self.change_limit else 0,
+            "view": index.view,
+            "undirected": index.undirected,
+        }
+        run = _BatchRun(Counters(m), [0] * len(queries), [[] for _ in queries])
+        seeds, starts, job_id = versioned_index.seeds_dir(index.root, index.version), dict.fromkeys(range(len(queries)), 1), 0
+        try:
+            while starts:
+                share = self.memory.share(len(starts))
+                jobs = [
+                    self._flow(queries[e], e, level, queues[e], share, common, job_id, seeds if job_id == 0 else None)
+                    for e, level in starts.items()
+                ]
+                group = DataflowGroup(jobs, update.prelude if job_id == 0 else None)
+                result = self.execute(group)
+                if job_id == 0:
+                    run.applied, run.first_share = update.finish(result.reports), share
+                run.counters.add(group, result, sum(q.queued_prefixes() for q in queues))
+                for e, job in zip(starts, jobs):
+                    run.counted[e] += _fold(job, result, queues[e], run.found[e])
+                job_id += 1
+                starts = {e: level for e, q in enumerate(queues) if (level := next_level(q)) is not None}
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        return run
+
+    def _flow(self, query, e: int, level: int, queue: Batches, share: Budget, common: dict, job_id: int, seeds):
+        """Delta query `e`'s part of one Spark job, from `level` (1: seeded from the batch's changes)."""
+        atom, sign = query
+        levels = range(2, self.plan.m)
+        queue.budget = {j: share.proposals(j) for j in range(self.plan.m)}  # BiGJoin's rule reads B'
+        return DeltaFlow(
+            plan=self.delta_plans[atom],
+            budget=share,
+            first=level,
+            queues={j: queue.queues[j] for j in levels},
+            consumed={j: queue.consumed[j] for j in levels},
+            job_id=job_id,
+            tag=e * TAG_STRIDE,
+            seeds=seeds,
+            sign=sign,
+            **{**common, "run_dir": os.path.join(common["run_dir"], f"q{e}")},
+        )
 
     def _net_changes(self, queries: list[tuple[int, int]], found: list[np.ndarray]) -> tuple[list, bool]:
         """Changed matches (in query attribute order, original ids) with their net sign: a match can
@@ -286,4 +289,31 @@ class DeltaBiGJoin(BiGJoin):
         return changes[: self.change_limit], truncated or len(changes) > self.change_limit
 
 
-__all__ = ["DeltaBiGJoin", "DeltaJob"]
+@dataclass
+class _BatchRun:
+    """What one batch's jobs found: counters, matches counted and changes sampled per delta query, the
+    update's per-worker counters, and the budget share of the first job."""
+
+    counters: Counters
+    counted: list[int]
+    found: list[list[np.ndarray]]
+    applied: np.ndarray = field(default_factory=lambda: np.zeros((0, len(versioned_index.UPDATE_FIELDS)), np.int64))
+    first_share: Budget | None = None
+
+
+def _fold(job: DeltaFlow, result, queue: Batches, found: list[np.ndarray]) -> int:
+    """Fold one delta query's part of a job's result into its queues (what each level queued for the
+    next, then what each level took), keep its sampled changes; returns the matches it counted."""
+    m, workers = job.plan.m, job.workers
+    for j in job.levels:
+        if j + 1 < m:
+            queue.add(j + 1, result.chunks(job.tag + j))
+        if j >= 2:
+            queue.advance(j, result.taken(job.tag + j, workers))
+    if job.tag in result.matches:  # sampled at the last level, under the query's tag
+        found.append(result.matches[job.tag])
+    mine = result.stats[:, F_GROUP] // TAG_STRIDE == job.tag // TAG_STRIDE
+    return int(result.stats[mine, F_COUNTED].sum())
+
+
+__all__ = ["DeltaBiGJoin", "DeltaFlow"]

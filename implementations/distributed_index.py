@@ -332,6 +332,7 @@ NO_CHANGES = Changes(
             np.zeros(0, np.int32),
             np.zeros(0, np.int8),
             np.zeros(0, np.int8),
+            np.zeros(0, np.int32),  # slots
         )
     )
 )

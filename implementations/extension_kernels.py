@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from .constants import FORWARD, INT32_MAX, REVERSE
-from .csr import contains, intersect, lower_bound
+from .csr import contains, gallop, intersect, lower_bound
 from .keys import owner
 
 
@@ -59,6 +59,12 @@ class Changes(NamedTuple):
     reverse: np.ndarray
     forward_sign: np.ndarray
     reverse_sign: np.ndarray
+    slots: np.ndarray  # as Lists.slots: which keys have changes is one read, not a binary search
+
+    @classmethod
+    def of(cls, keys, offsets, forward, reverse, forward_sign, reverse_sign) -> Changes:
+        slots = Lists.of(keys, offsets, forward, reverse).slots
+        return cls(keys, offsets, forward, reverse, forward_sign, reverse_sign, slots)
 
 
 class IndexPartition(NamedTuple):
@@ -86,12 +92,11 @@ class ListSpan(NamedTuple):
     forward: Span
 
 
-@njit(cache=True)
-def _slot(keys, k):
-    i = lower_bound(keys, 0, len(keys), k)
-    if i < len(keys) and keys[i] == k:
-        return i
-    return -1
+@njit(cache=True, inline="always")
+def unchanged(ix, k):
+    """Whether key k's lists have no changes (in any view): then its base lists are its lists."""
+    slots = ix.changes.slots
+    return k >= len(slots) or slots[k] < 0
 
 
 @njit(cache=True, inline="always")
@@ -107,23 +112,13 @@ def value_bounds(level, prefix, i, above, below):
 
 
 @njit(cache=True)
-def _bounds(keys, offsets, values, row, k, lo, hi):
-    """Positions [start, end) of the values in [lo, hi] of row `row` of key k (empty if k is absent)."""
-    s = _slot(keys, k)
-    if s < 0:
+def _slot_bounds(slots, offsets, values, row, k, lo, hi):
+    """Positions [start, end) of the values in [lo, hi] of row `row` of key k (empty if k is absent),
+    of the base lists or of the changes, by their slot table."""
+    if k >= len(slots) or slots[k] < 0:
         return 0, 0
+    s = slots[k]
     a, b = offsets[row, s], offsets[row, s + 1]
-    start = lower_bound(values, a, b, lo)
-    return start, lower_bound(values, start, b, hi + 1)
-
-
-@njit(cache=True)
-def _base_bounds(lists, values, row, k, lo, hi):
-    """`_bounds` of the base lists, by the slot table."""
-    if k >= len(lists.slots) or lists.slots[k] < 0:
-        return 0, 0
-    s = lists.slots[k]
-    a, b = lists.offsets[row, s], lists.offsets[row, s + 1]
     start = a if lo <= 0 else lower_bound(values, a, b, lo)
     return start, b if hi >= INT32_MAX else lower_bound(values, start, b, hi + 1)
 
@@ -140,30 +135,22 @@ def _signed(sign, start, end):
 def list_ranges(ix, view, kind, k, lo, hi):
     """k's list of relation `kind` in index view `view`, restricted to [lo, hi], as a ListSpan."""
     lists, changes = ix.lists, ix.changes
-    static = len(changes.keys) == 0  # no change lookups at all for an index without changes
+    static = unchanged(ix, k)  # no change lookups for a key without changes
     rbs = rbe = rcs = rce = fbs = fbe = fcs = fce = nr = nf = 0
     if lo <= hi:
         if kind != FORWARD:
-            rbs, rbe = _base_bounds(lists, lists.reverse, 1, k, lo, hi)
+            rbs, rbe = _slot_bounds(lists.slots, lists.offsets, lists.reverse, 1, k, lo, hi)
             nr = rbe - rbs
             if not static:
-                rcs, rce = _bounds(changes.keys, changes.offsets, changes.reverse, 2 * view + 1, k, lo, hi)
+                rcs, rce = _slot_bounds(changes.slots, changes.offsets, changes.reverse, 2 * view + 1, k, lo, hi)
                 nr += _signed(changes.reverse_sign, rcs, rce)
         if kind != REVERSE:
-            fbs, fbe = _base_bounds(lists, lists.forward, 0, k, lo, hi)
+            fbs, fbe = _slot_bounds(lists.slots, lists.offsets, lists.forward, 0, k, lo, hi)
             nf = fbe - fbs
             if not static:
-                fcs, fce = _bounds(changes.keys, changes.offsets, changes.forward, 2 * view, k, lo, hi)
+                fcs, fce = _slot_bounds(changes.slots, changes.offsets, changes.forward, 2 * view, k, lo, hi)
                 nf += _signed(changes.forward_sign, fcs, fce)
     return ListSpan(Span(rbs, rbe, rcs, rce, nr), Span(fbs, fbe, fcs, fce, nf))
-
-
-@njit(cache=True)
-def _member(values, bs, be, changes, sign, cs, ce, c):
-    i = lower_bound(changes, cs, ce, c)
-    if i < ce and changes[i] == c:
-        return sign[i] > 0
-    return contains(values, bs, be, c)
 
 
 @njit(cache=True)
@@ -196,7 +183,11 @@ def _emit(values, changes, sign, span, first, last, t, out, w, prefix, i, level,
             c = values[a]
             a += 1
         if t >= first:
-            w = _keep(c, out, w, prefix, i, level, differ, need_loop, loops)
+            if filtered:
+                w = _keep(c, out, w, prefix, i, level, differ, need_loop, loops)
+            else:
+                out[w] = c
+                w += 1
         t += 1
     return w, t
 
@@ -323,19 +314,61 @@ def propose_items(
 @njit(cache=True)
 def _narrow_part(values, changes, sign, span, cands, src, n, out, dst, store, work):
     """cands[src:src+n] ∩ one part of a list (at `span`), written to out[dst:] if `store` (out may be
-    cands when dst <= src), else only counted: the adaptive intersection when the key has no changes,
-    else a membership test per candidate."""
+    cands when dst <= src), else only counted: the adaptive intersection when the key has no changes;
+    with a few, that intersection corrected by each change (`_patched`); with more, one pass over the
+    sorted candidates with a galloping cursor in the changes and one in the base."""
     bs, be, cs, ce = span.base_start, span.base_end, span.change_start, span.change_end
     if cs == ce:
         return intersect(cands, src, src + n, values, bs, be, out, dst, store, work)
+    if ce - cs <= FEW_CHANGES:
+        return _patched(values, changes, sign, span, cands, src, n, out, dst, store, work)
     w = 0
+    a, b = bs, cs
     for t in range(src, src + n):
         c = cands[t]
-        if _member(values, bs, be, changes, sign, cs, ce, c):
+        b = gallop(changes, b, ce, c)
+        if b < ce and changes[b] == c:
+            member = sign[b] > 0
+        else:
+            a = gallop(values, a, be, c)
+            member = a < be and values[a] == c
+        if member:
             if store:
                 out[dst + w] = c
             w += 1
     work[1] += n
+    return w
+
+
+FEW_CHANGES = 4  # a key's changes in one value range, at most, that `_patched` applies one by one
+
+
+@njit(cache=True)
+def _patched(values, changes, sign, span, cands, src, n, out, dst, store, work):
+    """`_narrow_part` for a list with a few changes: the base's intersection, then each change applied
+    to it. Changes are net against the base: a removed value is in the base, an added one is not."""
+    bs, be, cs, ce = span.base_start, span.base_end, span.change_start, span.change_end
+    hit = np.zeros(FEW_CHANGES, np.bool_)  # read before the intersection, which may overwrite cands
+    for b in range(cs, ce):
+        hit[b - cs] = contains(cands, src, src + n, changes[b])
+    w = intersect(cands, src, src + n, values, bs, be, out, dst, store, work)
+    for b in range(cs, ce):
+        if not hit[b - cs]:
+            continue
+        c = changes[b]
+        if not store:
+            w += 1 if sign[b] > 0 else -1
+        elif sign[b] > 0:  # insert c in order
+            at = lower_bound(out, dst, dst + w, c)
+            for t in range(dst + w, at, -1):
+                out[t] = out[t - 1]
+            out[at] = c
+            w += 1
+        else:  # c is among the base's matches: take it out
+            at = lower_bound(out, dst, dst + w, c)
+            for t in range(at, dst + w - 1):
+                out[t] = out[t + 1]
+            w -= 1
     return w
 
 

@@ -5,13 +5,14 @@ operators (`Operator`), each a lookup keyed by a value the prefix has bound:
   Intersect  which of the candidates every other relation binding the attribute also offers.
 The numba kernels (`extension_kernels`) answer all three against one worker's index partition. Who
 answers, and so what travels, is the variant's choice:
-  bigjoin, delta-bigjoin  the worker that owns the key: prefixes travel to it (`Stage` below);
+  bigjoin, delta-bigjoin  the worker that owns the key: prefixes travel to it (`Stage` below; both
+                          now run the pipelined dataflow, `dataflow`, on `dataflow_kernels`);
   bigjoin-s               the owners of the resolver, membership and count entries: lookups travel
                           to them and prefixes stay (`bigjoin_s`).
 Which version of the index a lookup reads (delta-bigjoin's old and new views) is the plan's
 `rel_view` of its relation, which the kernels hand to `list_ranges`.
 
-One Spark job extends one batch at level j, where the prefixes wait in per-worker queues at the
+This module's one-level engine: one Spark job extends one batch at level j, where the prefixes wait in per-worker queues at the
 worker of their proposing relation (the paper's (p, min-c, min-i, rem-ext) quadruples):
   stage 0       Propose: each worker takes up to `budget` units of proposal work from its queue;
   stages 1..H   Intersect with every other relation binding a_j, then Count the new (j+1)-prefixes
@@ -26,7 +27,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -124,8 +124,7 @@ class ExtensionJob:
     run_dir: str
     job_id: int
     match_limit: int = 0
-    group: int = 0  # which of several extensions multiplexed into one Spark job (Delta-BiGJoin)
-    last_stage: int | None = None  # pipelined: the stage of the Spark job by which all its items are done
+    group: int = 0  # the counters' group column (BiGJoin-S runs one extension per job)
 
     @property
     def exchanges(self) -> int:
@@ -203,93 +202,6 @@ class ExtensionJob:
         stage.add("received_prefixes", sum(len(c.prefix) for c in cands) + sum(len(x.prefix) for x in prefixes))
         stage.add("received_candidates", sum(len(c.values) for c in cands))
         return stage.run(_concat(cands, Candidates.empty(self.level)), _concat(prefixes, Prefixes.empty(self.level + 1)), final)
-
-
-@dataclass
-class GroupJob:
-    """Several extensions (each an ExtensionJob with its own group and plan) multiplexed into one Spark
-    job: every stage runs each group's stage on the blobs of that group. A job starts at stage
-    `offsets[i]` (default 0), so the levels of one extension can run one after the other in the same
-    Spark job (pipelined). With a `prelude`, the start tasks first run it (on their input and worker);
-    the blobs it returns travel to the driver (JobResult.reports)."""
-
-    jobs: list[ExtensionJob]
-    prelude: Callable[[Iterator, int], list[exchange.Blob]] | None = (
-        None  # (input iterator, worker) -> blobs, e.g. applying an update batch
-    )
-    offsets: list[int] = field(default_factory=list)
-
-    def __post_init__(self):
-        self.offsets = self.offsets or [0] * len(self.jobs)
-
-    @property
-    def level(self) -> int:
-        return self.jobs[0].level
-
-    @property
-    def workers(self) -> int:
-        return self.jobs[0].workers
-
-    @property
-    def tokens(self) -> np.ndarray:
-        return self.jobs[0].tokens
-
-    @property
-    def exchanges(self) -> int:  # a group with fewer hops idles (its stages are empty)
-        return max(offset + job.exchanges for offset, job in zip(self.offsets, self.jobs))
-
-    def chunk_path(self, level: int, worker: int, stage: int, attempt: int, group: int | None = None) -> str:
-        return self.jobs[0].chunk_path(level, worker, stage, attempt, group)
-
-    def queued_chunk_path(self, group: int, worker: int, stage: int, attempt: int) -> str:
-        job = next(job for job in self.jobs if job.group == group)
-        return job.queued_chunk_path(group, worker, stage, attempt)
-
-    def parts(self) -> list[tuple[int, int, int, int]]:
-        return [(job.level, job.group, offset, job.exchanges) for job, offset in zip(self.jobs, self.offsets)]
-
-    def cleanup(self) -> None:
-        for job in self.jobs:
-            job.cleanup()
-
-    def start_task(self, final: bool):
-        def start(iterator):
-            p = exchange.current_partition()
-            if self.prelude is not None:
-                reports = self.prelude(iterator, p)
-            else:
-                reports = []
-                for _ in iterator:
-                    pass
-            for job, offset in zip(self.jobs, self.offsets):
-                if offset == 0:
-                    yield from job.start(p, final)
-            yield from self._carry(reports, p, final)
-
-        return start
-
-    def stage_task(self, number: int, final: bool):
-        def run_stage(iterator):
-            p = exchange.current_partition()
-            by_group: dict[int, list] = {}
-            reports = []
-            for kind, meta, arrays in exchange.received(iterator, p):
-                if kind in ITEM_KINDS or kind in (BlobKind.STATS, BlobKind.MATCHES):
-                    by_group.setdefault(meta[2], []).append((kind, meta, arrays))  # meta ends with the group
-                else:
-                    reports.append(exchange.pack(kind, p, arrays, meta))
-            for job, offset in zip(self.jobs, self.offsets):
-                if offset == number:
-                    yield from job.start(p, final, number)
-                elif offset < number:
-                    yield from job.stage(number, p, by_group.get(job.group, []), final)
-            yield from self._carry(reports, p, final)
-
-        return run_stage
-
-    def _carry(self, reports: list[exchange.Blob], p: int, final: bool):
-        if reports:
-            yield from exchange.blob_batches([-1 if final else int(self.jobs[0].tokens[p])] * len(reports), reports)
 
 
 class _Items:
@@ -612,7 +524,7 @@ class Stage(StageBase):
             prefixes = prefixes.take(np.flatnonzero(~arrived))
             dest_p = dest_p[~arrived]
         dest_c = next_owner(job.workers, j, cands.prefix, cands.mask, np.zeros(len(cands.mask), np.int32), plan.rel_pos)
-        if (final or self.stage == job.last_stage) and (len(cands.prefix) or len(prefixes.prefix)):
+        if final and (len(cands.prefix) or len(prefixes.prefix)):
             raise ExecutionError(f"level {j}: items still pending after the last exchange")
         return self._emit(cands, dest_c, prefixes, dest_p, final)
 

@@ -76,7 +76,7 @@ def _overlay(root: str, k: int, p: int) -> Changes:
     """Overlay k of worker p: the changes to its lists since their base (offsets (4, keys + 1))."""
     if k == 0:
         return NO_CHANGES
-    return Changes(*_load_lists(os.path.join(root, f"overlay-{k}", f"p{p}"), OVERLAY_FILES))
+    return Changes.of(*_load_lists(os.path.join(root, f"overlay-{k}", f"p{p}"), OVERLAY_FILES))
 
 
 _views: dict[tuple[str, int], tuple] = {}
@@ -130,6 +130,11 @@ class VersionedIndex:
             "entries_max_over_mean": round(float(entries.max() / entries.mean()), 4) if entries.sum() else None,
             "bytes_on_disk": int(s[:, 5].sum()) if len(s) else 0,
         }
+
+    def partition_bytes(self) -> int:
+        """The largest worker's lists in memory: keys with their offsets, base and overlay entries."""
+        s = self.sizes
+        return int((20 * (s[:, 0] + s[:, 2]) + 4 * s[:, 1] + 5 * s[:, 3]).max(initial=0)) if len(s) else 0
 
     def overlay_share(self) -> float:
         s = self.sizes

@@ -33,7 +33,7 @@ _EDGES = (
 )
 # (query, semantics, W, pinned B'): both semantics, one and several workers, windows cut by bytes and by B'.
 _RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 3, 2), ("clique5", "undirected", 1, None))
-# BiGJoin-S and Delta-BiGJoin (the one-level engine): (query, semantics, W, pinned B' or None for the default).
+# BiGJoin-S (the one-level engine) and Delta-BiGJoin (the dataflow, through update batches): (query, semantics, W, pinned B' or None for the default).
 _ONE_LEVEL_RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 3, 16))
 
 

@@ -353,33 +353,80 @@ def test_self_loop_queries_are_refused(spark):
         DeltaBiGJoin(RunContext(spark, None, spec, 2, {}, stream=None)).prepare()
 
 
-def test_a_pipelined_feed_reads_one_file_per_stage(tmp_path):
+def test_a_pipelined_level_reads_one_queue_file_per_stage(tmp_path):
     """A stage re-executed after a lost executor leaves a second queue file (named by its attempt) with
-    the same prefixes; the pipelined consumer must read them once (reading both over-counted batch 0 of
-    a delta run by 386 on the cluster)."""
+    the same prefixes; the level that proposes from them in the same job must read one (reading both
+    over-counted batch 0 of a delta run by 386 on the cluster), and never another delta query's."""
+    from types import SimpleNamespace
+
     import numpy as np
 
     from harness.store import write_bytes
-    from implementations.delta_bigjoin import DeltaJob
-    from implementations.prefix_extension import Prefixes, pack_items
+    from implementations.dataflow import WorkerStage
+    from implementations.delta_bigjoin import DeltaFlow
 
-    job = DeltaJob(
-        index_root="",
-        workers=1,
-        tokens=np.zeros(1, np.int64),
-        plan=None,
-        level=2,
-        budget=10,
-        queues=[[]],
-        consumed=[0],
-        run_dir=str(tmp_path),
-        job_id=3,
-        feed=0,
-    )
-    first = Prefixes.fresh(np.array([[1, 2], [1, 3]], np.int32), 1)
-    second = Prefixes.fresh(np.array([[4, 5]], np.int32), 1)
-    for stage, attempt, items in ((1, 7, first), (1, 9, first), (2, 8, second)):  # stage 1 ran twice
-        write_bytes(job.chunk_path(2, 0, stage, attempt), pack_items(items, 0))
-    write_bytes(job.chunk_path(2, 0, 1, 5, group=1), pack_items(second, 0))  # another group's: not fed
-    items, _lo, _hi = job.window(0)
-    assert sorted(map(tuple, items.prefix.tolist())) == [(1, 2), (1, 3), (4, 5)]
+    def flow(query: int) -> DeltaFlow:
+        return DeltaFlow(
+            index_root="",
+            workers=1,
+            tokens=np.zeros(1, np.int64),
+            plan=None,
+            budget=None,
+            first=1,
+            queues={},
+            consumed={},
+            run_dir=str(tmp_path / f"q{query}"),
+            job_id=3,
+            tag=64 * query,
+        )
+
+    job, other = flow(0), flow(1)
+    for owner, stage, attempt in ((job, 1, 7), (job, 1, 9), (job, 2, 8), (other, 1, 5)):  # stage 1 ran twice
+        write_bytes(owner.chunk_path(2, 0, stage, attempt), b"queued")
+    worker = SimpleNamespace(job=job, p=0, stage=2)
+    files = [os.path.basename(path) for path, _ in WorkerStage.queue_files(worker, 2)]
+    assert files == ["j000003-s001-a7.bin", "j000003-s002-a8.bin"]
+
+
+def test_a_large_batch_runs_as_several_jobs_within_the_byte_budget():
+    """Every job of a batch holds at most the memory budget: its delta queries share it, and what their
+    windows leave queued runs in later jobs. So with budget B per worker, what all workers hold in one
+    stage stays within 2·W·B (two levels meet in a stage, as in BiGJoin's dataflow) plus the batch's
+    seeds, which are not windowed (one level-1 row and one 2-prefix per change and query)."""
+    import random
+    import shutil
+
+    import numpy as np
+
+    from implementations import exchange, versioned_index
+    from implementations.budget import Budget
+    from implementations.warm import update_batch
+    from tests.test_dataflow import canonical, reference
+
+    rnd = random.Random(7)
+    rows = sorted({(rnd.randrange(200), rnd.randrange(200)) for _ in range(2500)} | {(0, v) for v in range(1, 200, 2)})
+    rows = [(s, d) for s, d in rows if s != d]
+    src, dst = (np.array(c, np.int64) for c in zip(*rows))
+    spec, workers = make_join_spec(BUILTINS["clique4"], "undirected"), 2
+    initial = np.arange(len(src)) % 10 != 0
+    inserted, deleted = np.flatnonzero(~initial), np.flatnonzero(initial)[:40]
+    want = reference(*canonical(list(zip(src[initial], dst[initial])), "undirected"), spec)
+    present = initial.copy()
+    present[inserted], present[deleted] = True, False
+    want = reference(*canonical(list(zip(src[present], dst[present])), "undirected"), spec) - want
+    outcomes = {}
+    for bytes_ in (16 << 10, 1 << 30):
+        index = versioned_index.build_locally(src[initial], dst[initial], True, workers, exchange.local_tokens(workers))
+        try:
+            budget = Budget(bytes_, None, 4, "test")
+            delta = DeltaBiGJoin.in_process(spec, workers, index, budget)
+            outcomes[bytes_] = delta.apply_updates(update_batch(src, dst, inserted, deleted))
+        finally:
+            shutil.rmtree(index.root, ignore_errors=True)
+    small, whole = outcomes[16 << 10], outcomes[1 << 30]
+    assert small.delta == whole.delta == want != 0
+    assert whole.counters["spark_jobs"] == 1 and small.counters["spark_jobs"] > 1
+    changes = len(inserted) + len(deleted)
+    seeds = 2 * changes * (3 + 6) * 4 * small.counters["delta_queries"]  # both directions, undirected
+    assert small.counters["peak_bytes_in_flight"] <= 2 * workers * (16 << 10) + seeds
+    assert small.counters["peak_bytes_in_flight"] < whole.counters["peak_bytes_in_flight"]

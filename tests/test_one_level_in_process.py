@@ -1,4 +1,4 @@
-"""BiGJoin-S and Delta-BiGJoin (the one-level engine) run in this process (`BiGJoin.in_process`), each on
+"""BiGJoin-S (the one-level engine) and Delta-BiGJoin (the dataflow, batch by batch) run in this process (`BiGJoin.in_process`), each on
 an index its own tasks build here (`balanced_index.build_locally`, `versioned_index.build_locally`):
 what the session's warm-up runs, so here it must count right (against local-gj) and leave nothing to
 compile. And the locally built indices against the ones Spark builds."""
