@@ -94,6 +94,7 @@ class DataflowJob:
     # Several extensions in one Spark job (`DataflowGroup`): each tags its counters' groups and its
     # blobs with tag + level, tag a multiple of TAG_STRIDE, and queues under a run_dir of its own.
     tag: int = 0
+    start_stage: int = 0  # the stage of the Spark job its first level starts in (DataflowGroup)
 
     @property
     def levels(self) -> range:
@@ -102,7 +103,7 @@ class DataflowJob:
     @cached_property
     def offsets(self) -> dict[int, int]:
         """The stage each level starts in: where the level before has delivered all its prefixes."""
-        out, at = {}, 0
+        out, at = {}, self.start_stage
         for level in self.levels:
             out[level] = at
             at += self.level_hops(level)
@@ -117,7 +118,7 @@ class DataflowJob:
 
     @property
     def exchanges(self) -> int:
-        return self.last_stage(self.plan.m - 1)
+        return self.last_stage(self.levels[-1])
 
     def parts(self) -> list[tuple[int, int, int, int]]:
         """(level, group, first stage, exchanges) per level; a level's group is tag + the level."""
@@ -203,6 +204,7 @@ class WorkerStage:
         self.outgoing: list[tuple[int, np.ndarray]] = []
         self.arrived: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # level -> (rows, values) queued here
         self.attempt = exchange.current_attempt()
+        self.siblings: dict[int, WorkerStage] = {}  # the other extensions' workers of a DataflowGroup, by tag
         self.signatures = warm.signatures()
         started = time.perf_counter()
         self.ix, self.loops = job.load_index(p)
@@ -599,8 +601,8 @@ class DataflowGroup:
                 reports = []
                 for _ in iterator:
                     pass
-            for job in self.jobs:
-                yield from WorkerStage(job, 0, p).run([], final)
+            for worker in self.workers_at(0, p):
+                yield from worker.run([], final)
             yield from self._carry(reports, p, final)
 
         return start
@@ -608,7 +610,7 @@ class DataflowGroup:
     def stage_task(self, number: int, final: bool):
         def run_stage(iterator):
             p = exchange.current_partition()
-            workers = [WorkerStage(job, number, p) for job in self.jobs]
+            workers = self.workers_at(number, p)
             by_tag: dict[int, list] = {}
             reports = []
             with workers[0].clock(None, "pack_us"):
@@ -624,6 +626,15 @@ class DataflowGroup:
             yield from self._carry(reports, p, final)
 
         return run_stage
+
+    def workers_at(self, stage: int, p: int) -> list[WorkerStage]:
+        """Every extension's worker of one stage, in the jobs' order; each sees the others by tag (an
+        extension may hand its prefixes to another's: Delta-BiGJoin's shared delta queries)."""
+        workers = [WorkerStage(job, stage, p) for job in self.jobs]
+        siblings = {worker.job.tag: worker for worker in workers}
+        for worker in workers:
+            worker.siblings = siblings
+        return workers
 
     def _carry(self, reports: list[exchange.Blob], p: int, final: bool):
         if reports:

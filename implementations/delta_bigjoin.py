@@ -28,6 +28,7 @@ import shutil
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from pyspark.sql import functions as F
@@ -41,11 +42,13 @@ from .base import BatchOutcome, Outcome, Param
 from .bigjoin import Batches, BiGJoin, Counters, next_level
 from .budget import Budget
 from .dataflow import TAG_STRIDE, DataflowGroup, DataflowJob, WorkerStage, full_mask
+from .dataflow_kernels import extend_rows
+from .delta_sharing import SharedRun, share_tree
 from .extension_kernels import filter_candidates
 from .plan import ExtensionPlan
 from .prefix_extension import F as FIELD
 
-F_GROUP, F_COUNTED = FIELD["group"], FIELD["counted"]
+F_GROUP, F_COUNTED, F_PROPOSALS = FIELD["group"], FIELD["counted"], FIELD["proposals"]
 
 DEFAULT_COMPACT_RATIO = 0.05  # compact when the overlays hold this share of the base's entries
 DEFAULT_SELF_CHECK_BATCHES = 2
@@ -60,16 +63,26 @@ class DeltaFlow(DataflowJob):
     seeds: str | None = None  # directory of the batch's net changes: start at level 1 from them
     sign: int = 1  # which changes seed this extension: insertions (+1) or deletions (-1)
     undirected: bool = False
+    # A shared run (`delta_sharing`): its last level, and the (tag, level mask) of each run that
+    # continues from it in the same job; a continuation is `attached` at its parent's last level,
+    # whose new prefixes it counts with its own plan.
+    last: int | None = None
+    children: tuple[tuple[int, int], ...] = ()
+    attached: bool = False
 
     def load_index(self, p: int):
         return versioned_index.load_view(self.index_root, p, *self.view)
+
+    @property
+    def levels(self) -> range:
+        return range(self.first, self.plan.m if self.last is None else self.last + 1)
 
     @property
     def seeded(self) -> bool:
         return self.seeds is not None and self.first == 1
 
     def level_hops(self, level: int) -> int:
-        if not (self.seeded and level == 1):
+        if not ((self.seeded or self.attached) and level == 1):
             return super().level_hops(level)
         # A seed starts at the owner of its first attribute, which keys every relation binding the
         # second: it needs no Intersect hop, only level 2's Count and the move to its proposer.
@@ -79,8 +92,19 @@ class DeltaFlow(DataflowJob):
     def start_level(self, worker: WorkerStage, level: int) -> None:
         if self.seeded and level == 1:
             self.seed_changes(worker)
-        else:
+        elif not (self.attached and level == self.first):  # an attached level's prefixes come from the parent
             super().start_level(worker, level)
+
+    def finish(self, worker: WorkerStage, level: int, rows: np.ndarray, values: np.ndarray, take: np.ndarray) -> None:
+        """At a shared run's last level, each new prefix goes to every run that continues from it."""
+        if level != self.levels[-1] or not self.children:
+            super().finish(worker, level, rows, values, take)
+            return
+        worker.add(level, "produced", int(rows[take, level + 1].sum()))
+        for tag, mask in self.children:
+            with worker.clock(level, "kernel_us"):
+                new = extend_rows(rows, values, level, take, mask)
+            worker.siblings[tag].prefixes(level, new)
 
     def seed_changes(self, worker: WorkerStage) -> None:
         """The batch's net changes of this sign keyed here, as level-1 candidates (x; y)."""
@@ -115,6 +139,12 @@ class DeltaBiGJoin(BiGJoin):
             float,
             DEFAULT_COMPACT_RATIO,
             "compact the versioned index when its overlays hold this share of the base's entries",
+        ),
+        Param(
+            "share_prefixes",
+            bool,
+            True,
+            "compute the prefixes that several delta queries share once (delta_sharing; off: the paper's dataflows)",
         ),
         Param(
             "self_check_batches",
@@ -167,6 +197,17 @@ class DeltaBiGJoin(BiGJoin):
             order = default_attribute_order(query, start=(x, y))
             self.delta_plans.append(ExtensionPlan.from_spec(make_join_spec(query, semantics, order), seed_atom=i))
             self.delta_orders.append(order)
+        roots = share_tree(self.delta_plans, self.param("share_prefixes"))
+        self.runs: list[RunSlot] = []  # per sign, every run, parents first
+        for sign in (1, -1):
+            for root in roots:
+                parent_of: dict[int, int] = {}
+                for run in root.walk():
+                    parent_of.update({id(child): len(self.runs) for child in run.children})
+                    self.runs.append(RunSlot(sign, run, parent_of.get(id(run)), []))
+        for e, slot in enumerate(self.runs):
+            if slot.parent is not None:
+                self.runs[slot.parent].children.append(e)
 
     @classmethod
     def in_process(cls, spec, workers: int, index, budget=None, params: dict | None = None):
@@ -202,78 +243,128 @@ class DeltaBiGJoin(BiGJoin):
 
     def apply_updates(self, batch) -> BatchOutcome:
         """Apply the batch to the index and run its delta queries (`_run_batch`); the count changes by
-        the sum of their counts, each with its sign."""
+        the sum of their counts, each with its sign (a leaf run counts once for each of its queries)."""
         index = self.index
         compact = index.version > 0 and index.overlay_share() > self.compact_ratio
         update = versioned_index.begin_batch(index, batch, compact)
         self._sample = None  # matches() must look at the current graph
-        queries = [(atom, sign) for atom in range(len(self.delta_plans)) for sign in (1, -1)]
-        run = self._run_batch(update, queries)
+        run = self._run_batch(update)
         applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in run.applied.sum(axis=0))))
-        delta = sum(sign * n for (_, sign), n in zip(queries, run.counted))
+        delta = sum(slot.sign * len(slot.run.queries) * n for slot, n in zip(self.runs, run.counted))
         report = run.counters.report(index, self.budget_fields(), False)
         changes, truncated = None, False
         if self.change_limit:
-            rows = [np.concatenate(f) if f else np.zeros((0, self.plan.m), np.int32) for f in run.found]
+            queries, rows = [], []
+            for slot, found in zip(self.runs, run.found):
+                if not slot.children:  # a leaf's matches are each of its queries' (in that query's order)
+                    part = np.concatenate(found) if found else np.zeros((0, self.plan.m), np.int32)
+                    queries += [(q, slot.sign) for q in slot.run.queries]
+                    rows += [part] * len(slot.run.queries)
             changes, truncated = self._net_changes(queries, rows)
         assert run.first_share is not None  # the first job always runs
-        report.update(delta_queries=len(queries), budget_share_per_query=run.first_share.describe())
+        report.update(
+            delta_queries=2 * len(self.delta_plans),
+            budget_share_per_run=run.first_share.describe(),
+            **self._sharing_report(run.proposals),
+        )
         return BatchOutcome(delta, run.counters.count, report, changes, truncated, applied={**applied, "compacted": compact})
 
-    def _run_batch(self, update: versioned_index.BatchUpdate, queries: list[tuple[int, int]]) -> _BatchRun:
-        """The batch's first Spark job applies it to the index (its prelude) and starts every delta
-        query (both signs: the driver learns which the batch needs only from the update) at level 1;
-        further jobs extend what the budget left queued, each query from the level BiGJoin's rule picks."""
+    def _sharing_report(self, proposals: list[int]) -> dict:
+        """The runs several delta queries share, and the proposals each saves (those its other queries
+        would each have made again)."""
+        shared = [
+            {
+                "sign": slot.sign,
+                "delta_queries": [f"dQ{q + 1}" for q in slot.run.queries],
+                "levels": [slot.run.first, slot.run.last],
+                "proposals": n,
+                "proposals_saved": n * (len(slot.run.queries) - 1),
+            }
+            for slot, n in zip(self.runs, proposals)
+            if len(slot.run.queries) > 1
+        ]
+        return {"shared_runs": shared, "proposals_saved_by_sharing": sum(r["proposals_saved"] for r in shared)}
+
+    def _run_batch(self, update: versioned_index.BatchUpdate) -> _BatchRun:
+        """The batch's first Spark job applies it to the index (its prelude) and starts every root run
+        (both signs: the driver learns which the batch needs only from the update) at level 1; further
+        jobs extend what the budget left queued, each run from the level BiGJoin's rule picks, with the
+        runs that continue from it attached."""
         index, m = self.index, self.plan.m
-        queues = [Batches(m, self.ctx.workers, {}) for _ in queries]
-        run_dir = str(index.root / f"run-{uuid.uuid4().hex[:8]}")
+        queues = [Batches(m, self.ctx.workers, {}) for _ in self.runs]
         common = {
             "index_root": str(index.root),
             "workers": self.ctx.workers,
             "tokens": self.routing_tokens(),
-            "run_dir": run_dir,
+            "run_dir": str(index.root / f"run-{uuid.uuid4().hex[:8]}"),
             "match_limit": self.change_limit + 1 if self.change_limit else 0,
             "view": index.view,
             "undirected": index.undirected,
         }
-        run = _BatchRun(Counters(m), [0] * len(queries), [[] for _ in queries])
-        seeds, starts, job_id = versioned_index.seeds_dir(index.root, index.version), dict.fromkeys(range(len(queries)), 1), 0
+        run = _BatchRun(Counters(m), [0] * len(self.runs), [[] for _ in self.runs], [0] * len(self.runs))
+        seeds, job_id = versioned_index.seeds_dir(index.root, index.version), 0
+        active = self._next_runs(queues, seeded=True)
         try:
-            while starts:
-                share = self.memory.share(len(starts))
-                jobs = [
-                    self._flow(queries[e], e, level, queues[e], share, common, job_id, seeds if job_id == 0 else None)
-                    for e, level in starts.items()
-                ]
-                group = DataflowGroup(jobs, update.prelude if job_id == 0 else None)
+            while active:
+                share = self.memory.share(len(active))
+                flows: dict[int, DeltaFlow] = {}
+                for e, level in active.items():  # parents first: a continuation starts where its parent ends
+                    flows[e] = self._flow(e, level, queues[e], share, common, job_id, flows, seeds)
+                group = DataflowGroup(list(flows.values()), update.prelude if job_id == 0 else None)
                 result = self.execute(group)
                 if job_id == 0:
                     run.applied, run.first_share = update.finish(result.reports), share
                 run.counters.add(group, result, sum(q.queued_prefixes() for q in queues))
-                for e, job in zip(starts, jobs):
-                    run.counted[e] += _fold(job, result, queues[e], run.found[e])
+                for e, flow in flows.items():
+                    mine = result.stats[:, F_GROUP] // TAG_STRIDE == e
+                    run.counted[e] += int(result.stats[mine, F_COUNTED].sum())
+                    run.proposals[e] += int(result.stats[mine, F_PROPOSALS].sum())
+                    _fold(flow, result, queues[e], run.found[e])
                 job_id += 1
-                starts = {e: level for e, q in enumerate(queues) if (level := next_level(q)) is not None}
+                active = self._next_runs(queues)
         finally:
-            shutil.rmtree(run_dir, ignore_errors=True)
+            shutil.rmtree(common["run_dir"], ignore_errors=True)
         return run
 
-    def _flow(self, query, e: int, level: int, queue: Batches, share: Budget, common: dict, job_id: int, seeds):
-        """Delta query `e`'s part of one Spark job, from `level` (1: seeded from the batch's changes)."""
-        atom, sign = query
-        levels = range(2, self.plan.m)
+    def _next_runs(self, queues: list[Batches], seeded: bool = False) -> dict[int, int]:
+        """The runs of the next job and the level each starts at: the roots at level 1 (`seeded`, the
+        batch's first job), else every run with queued work, from the level BiGJoin's rule picks; and
+        every run that continues from one of those, attached."""
+        active: dict[int, int] = {}
+        for e, slot in enumerate(self.runs):
+            if slot.parent is not None and slot.parent in active:
+                active[e] = slot.run.first - 1
+            elif seeded and slot.parent is None:
+                active[e] = 1
+            elif (level := next_level(queues[e])) is not None:
+                active[e] = level
+        return active
+
+    def _flow(self, e: int, level: int, queue: Batches, share: Budget, common: dict, job_id: int, flows: dict, seeds: str):
+        """Run `e`'s part of one Spark job, from `level`: seeded from the batch's changes (a root in the
+        batch's first job), attached to its parent's last level, or from its own queue."""
+        slot = self.runs[e]
+        plan = self.delta_plans[slot.run.queries[0]]  # the run's queries agree on its levels
+        attached = slot.parent in flows and level == slot.run.first - 1
+        children = tuple(
+            (c * TAG_STRIDE, full_mask(self.delta_plans[self.runs[c].run.queries[0]], slot.run.last + 1)) for c in slot.children
+        )
         queue.budget = {j: share.proposals(j) for j in range(self.plan.m)}  # BiGJoin's rule reads B'
         return DeltaFlow(
-            plan=self.delta_plans[atom],
+            plan=plan,
             budget=share,
             first=level,
-            queues={j: queue.queues[j] for j in levels},
-            consumed={j: queue.consumed[j] for j in levels},
+            queues={j: queue.queues[j] for j in range(2, self.plan.m)},
+            consumed={j: queue.consumed[j] for j in range(2, self.plan.m)},
             job_id=job_id,
             tag=e * TAG_STRIDE,
-            seeds=seeds,
-            sign=sign,
-            **{**common, "run_dir": os.path.join(common["run_dir"], f"q{e}")},
+            start_stage=flows[slot.parent].offsets[level] if attached else 0,
+            seeds=seeds if job_id == 0 and slot.parent is None else None,
+            sign=slot.sign,
+            last=slot.run.last,
+            children=children,
+            attached=attached,
+            **{**common, "run_dir": os.path.join(common["run_dir"], f"r{e}")},
         )
 
     def _net_changes(self, queries: list[tuple[int, int]], found: list[np.ndarray]) -> tuple[list, bool]:
@@ -289,31 +380,40 @@ class DeltaBiGJoin(BiGJoin):
         return changes[: self.change_limit], truncated or len(changes) > self.change_limit
 
 
+class RunSlot(NamedTuple):
+    """A shared run of one sign's delta queries, its parent's slot (None for a root, seeded) and the
+    slots of the runs that continue from it."""
+
+    sign: int
+    run: SharedRun
+    parent: int | None
+    children: list[int]
+
+
 @dataclass
 class _BatchRun:
-    """What one batch's jobs found: counters, matches counted and changes sampled per delta query, the
-    update's per-worker counters, and the budget share of the first job."""
+    """What one batch's jobs found, per run: matches counted, proposals made and changes sampled;
+    the update's per-worker counters and the budget share of the first job."""
 
     counters: Counters
     counted: list[int]
     found: list[list[np.ndarray]]
+    proposals: list[int]
     applied: np.ndarray = field(default_factory=lambda: np.zeros((0, len(versioned_index.UPDATE_FIELDS)), np.int64))
     first_share: Budget | None = None
 
 
-def _fold(job: DeltaFlow, result, queue: Batches, found: list[np.ndarray]) -> int:
-    """Fold one delta query's part of a job's result into its queues (what each level queued for the
-    next, then what each level took), keep its sampled changes; returns the matches it counted."""
+def _fold(job: DeltaFlow, result, queue: Batches, found: list[np.ndarray]) -> None:
+    """Fold one run's part of a job's result into its queues (what each level queued for the next,
+    then what each level took) and keep its sampled changes."""
     m, workers = job.plan.m, job.workers
     for j in job.levels:
         if j + 1 < m:
             queue.add(j + 1, result.chunks(job.tag + j))
         if j >= 2:
             queue.advance(j, result.taken(job.tag + j, workers))
-    if job.tag in result.matches:  # sampled at the last level, under the query's tag
+    if job.tag in result.matches:  # sampled at the last level, under the run's tag
         found.append(result.matches[job.tag])
-    mine = result.stats[:, F_GROUP] // TAG_STRIDE == job.tag // TAG_STRIDE
-    return int(result.stats[mine, F_COUNTED].sum())
 
 
 __all__ = ["DeltaBiGJoin", "DeltaFlow"]
