@@ -122,7 +122,18 @@ def batch_entry(batch: int, updates: int, seconds: float, outcome, count: int, c
     entry["applied"] = outcome.applied
     entry["index"] = counters.get("index", {})
     entry["logical"] = {
-        k: counters[k] for k in ("tuples_exchanged", "rounds", "proposals", "delta_queries", "kernels_compiled") if k in counters
+        k: counters[k]
+        for k in (
+            "tuples_exchanged",
+            "rounds",
+            "proposals",
+            "delta_queries",
+            "kernels_compiled",
+            "spark_jobs",
+            "proposals_saved_by_sharing",
+            "peak_bytes_in_flight_per_worker",
+        )
+        if k in counters
     }
     if outcome.changes is not None:
         entry["changes"] = [{"match": list(m), "diff": d} for m, d in outcome.changes]

@@ -249,7 +249,7 @@ class DeltaBiGJoin(BiGJoin):
         update = versioned_index.begin_batch(index, batch, compact)
         self._sample = None  # matches() must look at the current graph
         run = self._run_batch(update)
-        applied = dict(zip(versioned_index.UPDATE_FIELDS, (int(v) for v in run.applied.sum(axis=0))))
+        applied = _applied(run.applied)
         delta = sum(slot.sign * len(slot.run.queries) * n for slot, n in zip(self.runs, run.counted))
         report = run.counters.report(index, self.budget_fields(), False)
         changes, truncated = None, False
@@ -401,6 +401,17 @@ class _BatchRun:
     proposals: list[int]
     applied: np.ndarray = field(default_factory=lambda: np.zeros((0, len(versioned_index.UPDATE_FIELDS)), np.int64))
     first_share: Budget | None = None
+
+
+def _applied(per_worker: np.ndarray) -> dict:
+    """The update's counters summed over workers; its times as the slowest worker's, in seconds."""
+    out: dict = {}
+    for name, total, slowest in zip(versioned_index.UPDATE_FIELDS, per_worker.sum(axis=0), per_worker.max(axis=0, initial=0)):
+        if name.endswith("_us"):
+            out[name[:-3] + "_s"] = round(int(slowest) / 1e6, 4)
+        else:
+            out[name] = int(total)
+    return out
 
 
 def _fold(job: DeltaFlow, result, queue: Batches, found: list[np.ndarray]) -> None:

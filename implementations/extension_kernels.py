@@ -159,37 +159,42 @@ def _emit(values, changes, sign, span, first, last, t, out, w, prefix, i, level,
     entries at positions [first, last) that pass the inequality and self-loop filters (`filtered`: the
     level has any). Returns (w, t)."""
     bs, be, cs, ce = span.base_start, span.base_end, span.change_start, span.change_end
-    if cs == ce:  # no changes: direct positions
-        n = be - bs
-        if not filtered:  # a plain copy: with a _keep call per candidate, propose took 8 of 14 kernel-s (rmat-18)
-            for pos in range(max(first - t, 0), min(last - t, n)):
-                out[w] = values[bs + pos]
-                w += 1
-            return w, t + n
-        for pos in range(max(first - t, 0), min(last - t, n)):
-            w = _keep(values[bs + pos], out, w, prefix, i, level, differ, need_loop, loops)
-        return w, t + n
-    a, b = bs, cs
-    while (a < be or b < ce) and t < last:
-        if b < ce and (a >= be or changes[b] <= values[a]):
-            if sign[b] < 0:  # a removed base value
-                if a < be and values[a] == changes[b]:
-                    a += 1
-                b += 1
-                continue
-            c = changes[b]
-            b += 1
+    a = bs
+    for b in range(cs, ce):  # the base values below each change as one run, then the change
+        c = changes[b]
+        stop = lower_bound(values, a, be, c)
+        w, t = _run(values, a, stop, t, first, last, out, w, prefix, i, level, differ, need_loop, loops, filtered)
+        a = stop
+        if t >= last:
+            return w, t
+        if sign[b] < 0:  # a removed base value
+            if a < be and values[a] == c:
+                a += 1
         else:
-            c = values[a]
-            a += 1
-        if t >= first:
-            if filtered:
-                w = _keep(c, out, w, prefix, i, level, differ, need_loop, loops)
-            else:
-                out[w] = c
-                w += 1
-        t += 1
-    return w, t
+            if t >= first:
+                w = _keep(c, out, w, prefix, i, level, differ, need_loop, loops) if filtered else _put(c, out, w)
+            t += 1
+    return _run(values, a, be, t, first, last, out, w, prefix, i, level, differ, need_loop, loops, filtered)
+
+
+@njit(cache=True, inline="always")
+def _put(c, out, w):
+    out[w] = c
+    return w + 1
+
+
+@njit(cache=True, inline="always")
+def _run(values, a, stop, t, first, last, out, w, prefix, i, level, differ, need_loop, loops, filtered):
+    """Base values [a, stop), at list positions t.., those at [first, last) written (filtered) to out[w:]."""
+    n = stop - a
+    if not filtered:  # a plain copy: with a _keep call per candidate, propose took 8 of 14 kernel-s (rmat-18)
+        for pos in range(max(first - t, 0), min(last - t, n)):
+            out[w] = values[a + pos]
+            w += 1
+        return w, t + n
+    for pos in range(max(first - t, 0), min(last - t, n)):
+        w = _keep(values[a + pos], out, w, prefix, i, level, differ, need_loop, loops)
+    return w, t + n
 
 
 @njit(cache=True)

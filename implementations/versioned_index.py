@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,8 @@ UPDATE_FIELDS = (
     "edges_deleted",
     "relation_inserted",
     "relation_deleted",
+    "update_us",  # the worker's whole index update, compaction included
+    "compaction_us",  # of which folding the overlay and the changed pairs into new bases
 )
 INDEX_FIELDS = ("keys", "base_entries", "overlay_keys", "overlay_entries", "compacted", "bytes")
 
@@ -326,10 +329,12 @@ def _apply_batch(root: str, workers: int, undirected: bool, k: int, b: int, comp
     def apply(iterator, p: int) -> list[exchange.Blob]:
         for _ in iterator:
             pass
+        started = time.perf_counter()
         keys, values, kinds, diffs, counters = _apply_updates(root, workers, undirected, k, b, compact, p, homed.get(p))
-        return _apply_changes(root, k, b, compact, p, keys, values, kinds, diffs) + [
-            exchange.pack(BlobKind.UPDATE_STATS, p, [counters])
-        ]
+        reports, compaction_us = _apply_changes(root, k, b, compact, p, keys, values, kinds, diffs)
+        counters[UPDATE_FIELDS.index("compaction_us")] += compaction_us
+        counters[UPDATE_FIELDS.index("update_us")] = int((time.perf_counter() - started) * 1e6)
+        return reports + [exchange.pack(BlobKind.UPDATE_STATS, p, [counters])]
 
     return apply
 
@@ -367,9 +372,11 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
     )
     changed_codes, changed_present = edges.updated(touched, after)
     if compact:  # fold every change into a new base
+        started = time.perf_counter()
         base = np.union1d(np.asarray(edges.base)[~find_sorted(changed_codes, edges.base)[1]], changed_codes[changed_present])
         _save(os.path.join(root, f"edges-{k}"), **{f"p{p}": base})
         changed_codes, changed_present = changed_codes[:0], changed_present[:0]
+        counters[UPDATE_FIELDS.index("compaction_us")] = int((time.perf_counter() - started) * 1e6)
     store.save_array(os.path.join(root, f"changed-{k}", f"p{p}.npz"), None, codes=changed_codes, present=changed_present)
     # The relation's net changes: the directed pairs themselves, or the simple graph's edges.
     if undirected:
@@ -385,7 +392,7 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
     moved = delta != 0
     a, c, delta = a[moved].astype(np.int32), c[moved].astype(np.int32), delta[moved]
     owner_a, owner_c = partition_of(a, workers) == p, partition_of(c, workers) == p
-    counters[6:] = (delta[owner_a] > 0).sum(), (delta[owner_a] < 0).sum()
+    counters[6:8] = (delta[owner_a] > 0).sum(), (delta[owner_a] < 0).sum()
     # Forward entries (a -> c) at a's owner, reverse entries (c -> a) at c's owner.
     keys = np.concatenate([a[owner_a], c[owner_c]])
     values = np.concatenate([c[owner_a], a[owner_c]])
@@ -402,11 +409,14 @@ def _lookup_state(touched: np.ndarray, state: np.ndarray, codes: np.ndarray, edg
     return out
 
 
-def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, values, kinds, diffs) -> list[exchange.Blob]:
+def _apply_changes(
+    root: str, k: int, b: int, compact: bool, p: int, keys, values, kinds, diffs
+) -> tuple[list[exchange.Blob], int]:
     """Overlay k of worker p (after folding overlay k - 1 into base k if asked) and the seeds, from
-    the net changes of its lists; returns its INDEX_STATS report."""
+    the net changes of its lists; returns its INDEX_STATS report and the compaction's microseconds."""
     base = Lists.of(*_load_lists(os.path.join(base_dir(root, b), f"p{p}")))
     previous = _overlay(root, k - 1, p)
+    started = time.perf_counter()
     base_values = (base.forward, base.reverse)  # by row: 0 forward, 1 reverse
     previous_values, previous_signs = (previous.forward, previous.reverse), (previous.forward_sign, previous.reverse_sign)
     if compact:
@@ -428,6 +438,7 @@ def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, value
         base = Lists.of(all_keys, offsets, lists[0][1], lists[1][1])
         _save(os.path.join(base_dir(root, k), f"p{p}"), keys=all_keys, offsets=offsets, forward=lists[0][1], reverse=lists[1][1])
         previous = NO_CHANGES
+    compaction_us = int((time.perf_counter() - started) * 1e6) if compact else 0
     # The delta queries start here: every change with its key local (key, value, diff, 0 forward | 1 reverse).
     _save(os.path.join(root, f"seeds-{k}"), **{f"p{p}": np.stack([keys, values, diffs.astype(np.int32), kinds.astype(np.int32)])})
     okeys = np.union1d(previous.keys, keys).astype(np.int32)
@@ -471,7 +482,7 @@ def _apply_changes(root: str, k: int, b: int, compact: bool, p: int, keys, value
         ],
         np.int64,
     )
-    return [exchange.pack(BlobKind.INDEX_STATS, p, [sizes])]
+    return [exchange.pack(BlobKind.INDEX_STATS, p, [sizes])], compaction_us
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:
