@@ -41,10 +41,12 @@ from . import versioned_index
 from .base import BatchOutcome, Outcome, Param
 from .bigjoin import Batches, BiGJoin, Counters, next_level
 from .budget import Budget
+from .constants import FORWARD, INT32_MAX, REVERSE
 from .dataflow import TAG_STRIDE, DataflowGroup, DataflowJob, WorkerStage, full_mask
 from .dataflow_kernels import extend_rows
 from .delta_sharing import SharedRun, share_tree
 from .extension_kernels import filter_candidates
+from .keys import partition_of
 from .plan import ExtensionPlan
 from .prefix_extension import F as FIELD
 
@@ -69,6 +71,11 @@ class DeltaFlow(DataflowJob):
     last: int | None = None
     children: tuple[tuple[int, int], ...] = ()
     attached: bool = False
+    # Seeds at their proposer (beyond the paper): each change is seeded at the owner of the endpoint
+    # whose list the base degrees say is the smallest at level 2, so no seed crosses the exchange
+    # before Propose. Off: the paper's Count of every level-2 relation, then the move to the proposer.
+    seed_by_degree: bool = False
+    degree_base: int = 0  # the base whose degrees guide the seeds: complete before the batch (not one it compacts into)
 
     def load_index(self, p: int):
         return versioned_index.load_view(self.index_root, p, *self.view)
@@ -84,6 +91,8 @@ class DeltaFlow(DataflowJob):
     def level_hops(self, level: int) -> int:
         if not ((self.seeded or self.attached) and level == 1):
             return super().level_hops(level)
+        if self.by_degree:  # a seed's level-2 prefix is born at its proposer
+            return 0
         # A seed starts at the owner of its first attribute, which keys every relation binding the
         # second: it needs no Intersect hop, only level 2's Count and the move to its proposer.
         others = self.workers - 1
@@ -106,12 +115,19 @@ class DeltaFlow(DataflowJob):
                 new = extend_rows(rows, values, level, take, mask)
             worker.siblings[tag].prefixes(level, new)
 
+    @property
+    def by_degree(self) -> bool:
+        return self.seed_by_degree and self.plan.m > 2
+
     def seed_changes(self, worker: WorkerStage) -> None:
         """The batch's net changes of this sign keyed here, as level-1 candidates (x; y)."""
         assert self.seeds is not None
         plan = self.plan
         with worker.clock(1, "io_us"):
             key, value, diff, kind = np.load(store.local_copy(os.path.join(self.seeds, f"p{worker.p}.npy")))
+        if self.by_degree:
+            self.seed_at_proposers(worker, key, value, diff, kind)
+            return
         # Undirected, the relation is symmetric and each change binds the atom both ways round (as its
         # forward and its reverse entry); directed, the atom reads the forward entries.
         chosen = (diff == self.sign) & ((kind == 0) | self.undirected)
@@ -125,6 +141,32 @@ class DeltaFlow(DataflowJob):
             worker.candidates(1, rows, y)
         else:
             worker.route_candidates(1, rows, y, 0)
+
+    def seed_at_proposers(self, worker: WorkerStage, key, value, diff, kind) -> None:
+        """Every change of this sign has a copy at the owner of each endpoint (its forward entry at one,
+        its reverse entry at the other). Each seed (x, y) is taken by the copy at the owner of the
+        endpoint that keys its smallest level-2 list by the base degrees, counted there against the
+        level-2 relations keyed here, and queued there; a run shared by several delta queries does
+        this for each query that continues from it."""
+        plan, mine = self.plan, diff == self.sign
+        key, value, kind = key[mine].astype(np.int32), value[mine].astype(np.int32), kind[mine]
+        if self.undirected:  # each entry binds the atom both ways round: (key, value) and (value, key)
+            x, y = np.concatenate([key, value]), np.concatenate([value, key])
+            side = np.repeat(np.array([0, 1], np.int8), len(key))  # which of x, y this copy's key is
+        else:  # a forward entry is (x, y) keyed by x, a reverse entry (y, x) keyed by y
+            forward = kind == 0
+            x, y, side = np.where(forward, key, value), np.where(forward, value, key), np.where(forward, 0, 1).astype(np.int8)
+        keep = filter_candidates(
+            1, x.reshape(-1, 1), np.arange(len(x)), y, plan.above, plan.below, plan.differ, False, worker.loops
+        )
+        x, y, side = x[keep], y[keep], side[keep]
+        worker.add(1, "proposals", int((side == 0).sum()))  # each seed once
+        degrees = versioned_index.base_degrees(self.index_root, self.degree_base, self.workers)
+        targets = [(worker.siblings[tag], mask) for tag, mask in self.children] or [(worker, full_mask(plan, 2))]
+        for target, mask in targets:
+            with worker.clock(1, "kernel_us"):
+                rows = _seeds_at_proposer(target.job.plan, x, y, side, worker.p, self.workers, degrees, mask)
+            target.prefixes(1, rows)
 
 
 class DeltaBiGJoin(BiGJoin):
@@ -145,6 +187,12 @@ class DeltaBiGJoin(BiGJoin):
             bool,
             True,
             "compute the prefixes that several delta queries share once (delta_sharing; off: the paper's dataflows)",
+        ),
+        Param(
+            "seed_by_degree",
+            bool,
+            True,
+            "seed each change at the endpoint whose level-2 list the base degrees say is smallest (off: the paper's Count)",
         ),
         Param(
             "self_check_batches",
@@ -300,6 +348,7 @@ class DeltaBiGJoin(BiGJoin):
             "match_limit": self.change_limit + 1 if self.change_limit else 0,
             "view": index.view,
             "undirected": index.undirected,
+            "degree_base": update.old_base,
         }
         run = _BatchRun(Counters(m), [0] * len(self.runs), [[] for _ in self.runs], [0] * len(self.runs))
         seeds, job_id = versioned_index.seeds_dir(index.root, index.version), 0
@@ -364,6 +413,7 @@ class DeltaBiGJoin(BiGJoin):
             last=slot.run.last,
             children=children,
             attached=attached,
+            seed_by_degree=self.param("seed_by_degree"),
             **{**common, "run_dir": os.path.join(common["run_dir"], f"r{e}")},
         )
 
@@ -401,6 +451,34 @@ class _BatchRun:
     proposals: list[int]
     applied: np.ndarray = field(default_factory=lambda: np.zeros((0, len(versioned_index.UPDATE_FIELDS)), np.int64))
     first_share: Budget | None = None
+
+
+def _seeds_at_proposer(plan: ExtensionPlan, x, y, side, p: int, workers: int, degrees, mask: int) -> np.ndarray:
+    """The 2-prefix rows (x, y, mask, min_rel, min_count) of the seeds whose smallest level-2 list (by
+    the base degrees, ties to the lower relation) is keyed by the endpoint this copy is keyed by
+    (`side`), with only the relations keyed here left to count: the others were judged larger."""
+    relations = int(plan.rel_count[2])
+    estimate = np.zeros((len(x), relations), np.int64)
+    owned = np.zeros((len(x), relations), np.bool_)
+    for r in range(relations):
+        k = x if plan.rel_pos[2, r] == 0 else y
+        f, b = (_degree(table, k) for table in degrees)
+        kind = plan.rel_kind[2, r]
+        estimate[:, r] = f if kind == FORWARD else b if kind == REVERSE else f + b
+        owned[:, r] = partition_of(k, workers) == p
+    chosen = plan.rel_pos[2, estimate.argmin(axis=1)] == side
+    rows = np.empty((int(chosen.sum()), 5), np.int32)
+    rows[:, 0], rows[:, 1], rows[:, 3], rows[:, 4] = x[chosen], y[chosen], -1, INT32_MAX
+    rows[:, 2] = (owned[chosen] * (1 << np.arange(relations))).sum(axis=1) & mask
+    return rows
+
+
+def _degree(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """table[k] of each key, 0 past its end (a vertex the base does not hold)."""
+    out = np.zeros(len(keys), np.int64)
+    inside = keys < len(table)
+    out[inside] = table[keys[inside]]
+    return out
 
 
 def _applied(per_worker: np.ndarray) -> dict:

@@ -96,6 +96,25 @@ def load_view(root: str, p: int, b: int, k: int) -> tuple[IndexPartition, np.nda
     return cached[1]
 
 
+_degrees: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def base_degrees(root: str, b: int, workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, reverse) list sizes of every key in base b, from every worker's partition in the
+    store (keys and offsets only): what Delta-BiGJoin's seeds estimate their counts from. Once per
+    process and base."""
+    cached = _degrees.get((root, b))
+    if cached is None:
+        parts = [_load_lists(os.path.join(base_dir(root, b), f"p{q}"), ("keys", "offsets")) for q in range(workers)]
+        n = max((int(keys[-1]) + 1 for keys, _ in parts if len(keys)), default=0)
+        forward, reverse = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        for keys, offsets in parts:
+            forward[keys], reverse[keys] = np.diff(offsets[0]), np.diff(offsets[1])
+        _degrees.clear()  # one base at a time
+        _degrees[(root, b)] = cached = (readonly(forward), readonly(reverse))
+    return cached
+
+
 @dataclass
 class VersionedIndex:
     """The driver's handle: where the files are, which versions are current, and their sizes."""
