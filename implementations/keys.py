@@ -36,11 +36,13 @@ def edge_code(src, dst) -> np.ndarray:
 
 def find_sorted(sorted_codes: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(position, found) of each code (cast to sorted_codes' dtype) in an ascending array, position its
-    lower bound: in one galloping pass (csr.locate_sorted) when the codes ascend, else np.searchsorted."""
+    lower bound: in one galloping pass (csr.locate_sorted) over the codes in ascending order (sorted
+    first if they are not: a random binary search per code into a large array cost more than the sort)."""
     codes = codes.astype(sorted_codes.dtype, copy=False)
     if len(codes) < 2 or not (codes[1:] < codes[:-1]).any():
         return locate_sorted(sorted_codes, codes)
-    at = np.searchsorted(sorted_codes, codes)
-    found = at < len(sorted_codes)
-    found[found] = sorted_codes[at[found]] == codes[found]
-    return at, found
+    order = np.argsort(codes, kind="stable")
+    at, found = locate_sorted(sorted_codes, codes[order])
+    out_at, out_found = np.empty_like(at), np.empty_like(found)
+    out_at[order], out_found[order] = at, found
+    return out_at, out_found
