@@ -117,7 +117,9 @@ class DeltaFlow(DataflowJob):
 
     @property
     def by_degree(self) -> bool:
-        return self.seed_by_degree and self.plan.m > 2
+        """Seeds at their proposers, where it applies: a level 2 to propose for, and no relation
+        besides the seed atom binding the second attribute (the paper's path intersects with it)."""
+        return self.seed_by_degree and self.plan.m > 2 and self.plan.rel_count[1] == 0
 
     def seed_changes(self, worker: WorkerStage) -> None:
         """The batch's net changes of this sign keyed here, as level-1 candidates (x; y)."""

@@ -118,6 +118,14 @@ def test_a_pipelined_batch_labels_each_exchange_with_its_own_level(spark, by_deg
     assert sum(per_round.values()) == out.counters["tuples_exchanged"] > 0
 
 
+def test_an_atom_parallel_to_the_seed_atom(spark):
+    """A query with two atoms between the same attributes (a->b and b->a): the seed atom's partner binds
+    the second attribute at level 1, so its seeds are intersected there (the paper's path; found by the
+    thorough suite when seeds at their proposers skipped that intersection)."""
+    spec = make_join_spec(parse_pattern_string("v1-v2,v0-v1,v2-v1", "parallel"), "directed")
+    maintain(spark, K4_PLUS, AWKWARD, spec, changes=100)
+
+
 @pytest.mark.thorough
 def test_results_do_not_depend_on_the_number_of_workers(spark):
     spec = make_join_spec(BUILTINS["clique4"], "undirected")
