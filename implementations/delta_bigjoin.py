@@ -164,7 +164,10 @@ class DeltaFlow(DataflowJob):
         x, y, side = x[keep], y[keep], side[keep]
         worker.add(1, "proposals", int((side == 0).sum()))  # each seed once
         degrees = versioned_index.base_degrees(self.index_root, self.degree_base, self.workers)
-        targets = [(worker.siblings[tag], mask) for tag, mask in self.children] or [(worker, full_mask(plan, 2))]
+        if self.levels[-1] == 1:  # a run of the seeds alone: its new prefixes are its children's
+            targets = [(worker.siblings[tag], mask) for tag, mask in self.children]
+        else:
+            targets = [(worker, full_mask(plan, 2))]
         for target, mask in targets:
             with worker.clock(1, "kernel_us"):
                 rows = _seeds_at_proposer(target.job.plan, x, y, side, worker.p, self.workers, degrees, mask)

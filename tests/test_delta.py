@@ -442,7 +442,10 @@ def test_a_large_batch_runs_as_several_jobs_within_the_byte_budget():
     assert small.counters["peak_bytes_in_flight"] < whole.counters["peak_bytes_in_flight"]
 
 
-@pytest.mark.parametrize(("query", "semantics"), [("clique4", "undirected"), ("clique5", "undirected"), ("house", "directed")])
+@pytest.mark.parametrize(
+    ("query", "semantics"),
+    [("clique4", "undirected"), ("clique5", "undirected"), ("house", "directed"), ("diamond", "undirected")],
+)
 def test_shared_delta_queries_count_the_same_and_save_what_they_report(query, semantics):
     """Delta queries that agree on their first levels (`delta_sharing`) compute them once: the counts
     and changed matches equal those of the paper's separate dataflows (--no-share-prefixes), batch by
