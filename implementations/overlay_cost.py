@@ -1,6 +1,6 @@
 """Delta-BiGJoin without Spark: update batches and the overlay path's cost, in this process.
 
-    python -m harness.overlay_cost EDGES.parquet [--query triangle] [--sizes 10000,10000,100000]
+    python -m implementations.overlay_cost EDGES.parquet [--query triangle] [--sizes 10000,10000,100000]
 
 EDGES.parquet is a canonical graph (src, dst), e.g. `$HARNESS_STORE/graphs/<key>/edges.parquet` of
 rmat-18 once a bench has cached it. Loads 90% of the edges (seed 1), applies batches of the given sizes
