@@ -30,7 +30,16 @@ from rich.text import Text
 from . import plots
 from .errors import DataError, HarnessError
 from .results import RESULTS_DIR, new_run_id, passes, write_json_atomic
-from .tables import balance_table, delta_table, fmt_int, logical_table, results_table, shares_table, summary_lines
+from .tables import (
+    balance_table,
+    critical_path_table,
+    delta_table,
+    fmt_int,
+    logical_table,
+    results_table,
+    shares_table,
+    summary_lines,
+)
 
 _WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", 200))
 console = Console(stderr=False, highlight=False, width=_WIDTH)
@@ -203,9 +212,12 @@ def _print_results(records: list[dict], title: str, wide: bool) -> None:
                 console.print(extra)
         for line in summary_lines(records):
             console.print(line)
-    delta = delta_table(records, "delta throughput by batch size (Figure 6)")
-    if delta is not None:
-        console.print(delta)
+    for extra in (
+        critical_path_table(records, "critical path, MPC model (busiest worker's tuples, summed over rounds)"),
+        delta_table(records, "delta throughput by batch size (Figure 6)"),
+    ):
+        if extra is not None:
+            console.print(extra)
     _print_contests(records, wide)
 
 

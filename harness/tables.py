@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from rich import box
 from rich.console import JustifyMethod
 from rich.table import Table
 
@@ -314,6 +315,44 @@ def balance_table(records: list[dict], title: str) -> Table | None:
             fmt_int(lg["tuples_exchanged"]),
             fmt_bytes(sum(x["bytes"] for x in m.get("per_round", []) if x.get("phase") == "query")),
             f"{(m.get('index_s') or 0) + (m.get('query_s') or 0):.2f}",
+        )
+    return table
+
+
+def critical_path_table(records: list[dict], title: str) -> Table | None:
+    """BiGJoin-S against BiGJoin in the cost model's time (§2.3), where both ran the same query on the
+    same graph and W: summed over rounds, the tuples the busiest worker received, against a perfectly
+    balanced run's (the total over W) and against bigjoin's (below 1, BiGJoin-S wins)."""
+
+    def key(r):
+        return (str(r["dataset"].get("name")), str(r["query"].get("name")), r.get("semantics"), r["params"].get("workers"))
+
+    measured = [
+        r
+        for r in records
+        if r.get("status") == "OK"
+        and r["implementation"] in ("bigjoin", "bigjoin-s", "bigjoin-s-paper")
+        and r.get("logical", {}).get("critical_path_tuples") is not None
+    ]
+    plain = {key(r): r["logical"]["critical_path_tuples"] for r in measured if r["implementation"] == "bigjoin"}
+    rows = [r for r in measured if key(r) in plain and any(key(o) == key(r) and o is not r for o in measured)]
+    if not rows:
+        return None
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("dataset", "query", "W", "impl", "worst round", "crit. path", "/ balanced", "/ bigjoin's"):
+        table.add_column(col, justify="left" if col in ("dataset", "query", "impl") else "right")
+    for r in rows:
+        lg = r["logical"]
+        worst, against = lg.get("max_round_load_skew"), lg["critical_path_tuples"] / max(plain[key(r)], 1)
+        table.add_row(
+            key(r)[0][:24],
+            key(r)[1],
+            str(key(r)[3]),
+            r["implementation"],
+            f"{worst:.2f}" if worst else "-",
+            fmt_int(lg["critical_path_tuples"]),
+            f"{lg['critical_path_over_balanced']:.2f}" if lg.get("critical_path_over_balanced") else "-",
+            f"{against:.2f}",
         )
     return table
 

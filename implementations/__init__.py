@@ -9,6 +9,7 @@ from .base import BatchOutcome, Implementation, Outcome, Param, RunContext
 from .bigjoin import BiGJoin
 from .bigjoin_carry import BiGJoinCarry
 from .bigjoin_s import BiGJoinS
+from .bigjoin_s_paper import BiGJoinSPaper
 from .binary import BinaryJoin
 from .delta_bigjoin import DeltaBiGJoin
 from .local_gj import LocalGenericJoin
@@ -25,6 +26,7 @@ REGISTRY: dict[str, type[Implementation]] = {
         DeltaBiGJoin,
         Shares,
         BinaryJoin,
+        BiGJoinSPaper,
         NestedLoop,
     )
 }

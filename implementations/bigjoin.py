@@ -7,7 +7,7 @@ paper's rule, and carries every level after it (`dataflow`): at each level each 
 window of its queue within the memory budget (`--memory-budget`, bytes of in-flight data per
 worker; B' per level follows from it, see `budget`), or within B' proposals when `--batch` pins it.
 A prefix whose list does not fit is extended in several jobs, so no batch holds more than the budget,
-whatever the output size. BiGJoin-S and Delta-BiGJoin schedule one level per job
+whatever the output size. BiGJoin-S as published (`bigjoin-s-paper`) schedules one level per job
 (`extend_by_level`), with B' proposals per worker."""
 
 from __future__ import annotations
@@ -86,10 +86,10 @@ class Batches:
 
 # One help text for --batch, which every BiGJoin variant reads: the CLI shows one flag per name.
 BATCH_HELP = (
-    "B': proposals per worker per batch (bigjoin, bigjoin-carry: pins it at every level instead of "
-    "--memory-budget; bigjoin-s, delta-bigjoin: 4,194,304 unless given)"
+    "B': proposals per worker per batch (bigjoin, bigjoin-carry, bigjoin-s, delta-bigjoin: pins it at every "
+    "level instead of --memory-budget; bigjoin-s-paper: 4,194,304 unless given)"
 )
-# BiGJoin-S and Delta-BiGJoin: one level per Spark job, B' proposals per worker per batch.
+# BiGJoin-S as published: one level per Spark job, B' proposals per worker per batch.
 LEVEL_PARAMS: tuple[Param, ...] = (Param("batch", int, DEFAULT_BATCH, BATCH_HELP),)
 INDEX_BUILDS = ("auto", "driver", "spark")
 # `--index-build auto` builds on the driver up to this many edges (their arrays and the build's
@@ -376,8 +376,8 @@ class Counters:
         ran = set()
         for level, group, offset, exchanges in parts:  # a pipelined job runs several levels, each from its offset
             part = result.of_group(group) if len(parts) > 1 else result
-            if level == 0:
-                self.prefixes[1] += part.total("held_prefixes")
+            if level == 0:  # the seeds, counted where they start (bigjoin-s sends some on as pieces)
+                self.prefixes[1] += int(part.per_stage("held_prefixes")[offset]) if part.total("held_prefixes") else 0
             else:
                 self.prefixes[level + 1] += part.total("produced")
             if level == 0 or part.total("taken_work") or part.total("proposals") or not pipelined:
@@ -411,11 +411,18 @@ class Counters:
         enough work to share."""
         skews = [round(max(r) * len(r) / sum(r), 4) if sum(r) else None for r in self.round_loads]
         busy = [s for s, r in zip(skews, self.round_loads) if s is not None and sum(r) >= ENOUGH_WORK * len(r)]
+        # The MPC model's time (§2.3): summed over rounds, the tuples the busiest worker received;
+        # against the total over W, what a perfectly balanced run would take.
+        critical = sum(max(r) for r in self.round_loads if r)
+        total = sum(sum(r) for r in self.round_loads)
+        workers = len(self.round_loads[0]) if self.round_loads else 1
         return {
             "round_load_skew": skews,
             "enough_work_per_worker": ENOUGH_WORK,
             "rounds_with_enough_work": len(busy),
             "max_round_load_skew": max(busy, default=None),
+            "critical_path_tuples": critical,
+            "critical_path_over_balanced": round(critical * workers / total, 4) if total else None,
         }
 
     def python_task_s(self) -> dict:

@@ -41,16 +41,20 @@ from . import distributed_index, exchange, warm
 from .budget import Budget
 from .constants import INT32_MAX
 from .dataflow_kernels import (
+    FAN_OUT,
     count_rows,
     destination_sizes,
     extend_rows,
+    fan_out,
     intersect_rows,
     propose_local,
     scatter_rows,
+    split_candidates,
     split_ranges,
 )
 from .exchange import BlobKind
 from .extension_kernels import next_owner
+from .keys import partition_of
 from .plan import ExtensionPlan
 from .prefix_extension import FIELDS, Chunk, F
 
@@ -289,6 +293,9 @@ class WorkerStage:
         keys = np.asarray(self.ix.lists.keys)
         if len(self.ix.changes.keys):  # Delta-BiGJoin's view: keys its changes added count too
             keys = np.union1d(keys, self.ix.changes.keys).astype(np.int32)
+        if len(self.ix.blocks.slots):  # a split key's blocks may all be held away from its owner
+            keys = np.union1d(keys, np.flatnonzero(np.asarray(self.ix.blocks.slots) >= 0)).astype(np.int32)
+            keys = keys[partition_of(keys, self.job.workers) == self.p]
         if self.plan.loop[0]:
             keys = keys[np.isin(keys, self.loops)]
         rows = np.empty((len(keys), 4), dtype=np.int32)
@@ -351,9 +358,14 @@ class WorkerStage:
         alive = lengths > 0
         finished = alive & (mask == 0)
         if not finished.all():
-            pending = alive & ~finished
-            dest = next_owner(job.workers, level, rows[:, :level], mask, np.zeros(len(mask), np.int32), self.plan.rel_pos)
-            dest[~pending] = -1
+            if len(self.ix.blocks.slots):  # a row bound for a split list goes to its values' blocks
+                with self.clock(level, "kernel_us"):
+                    rows, dest = split_candidates(self.ix, job.workers, level, rows, values, self.plan.rel_pos)
+                mask, lengths = rows[:, level], rows[:, level + 1]
+                finished = (lengths > 0) & (mask == 0)
+            else:
+                dest = next_owner(job.workers, level, rows[:, :level], mask, np.zeros(len(mask), np.int32), self.plan.rel_pos)
+                dest[~alive | finished] = -1
             self.send(BlobKind.CANDIDATES, level, level, rows, values, level + 1, dest)
         if finished.any():
             job.finish(self, level, rows, values, finished)
@@ -366,6 +378,10 @@ class WorkerStage:
         self.add(group, "held_bytes", rows.nbytes)
         with self.clock(group, "kernel_us"):
             dest, lookups = count_rows(self.p, job.workers, self.ix, level, rows, plan.kernel)
+            fan = dest == FAN_OUT
+            if fan.any():  # one piece per block of a split list, each to its block's holder
+                pieces, to = fan_out(self.ix, job.workers, level, rows, fan, plan.kernel)
+                rows, dest = np.concatenate([rows[~fan], pieces]), np.concatenate([dest[~fan], to])
         self.add(group, "count_lookups", lookups)
         arrived = (dest == self.p) & (rows[:, level] == 0)
         if arrived.any():

@@ -10,10 +10,25 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .blocks import (
+    RELATION_MASK,
+    block_entries,
+    block_of,
+    block_values,
+    everywhere,
+    holder,
+    holds,
+    piece_block,
+    piece_code,
+    split_count,
+    split_row,
+)
 from .constants import BOTH, FORWARD, INT32_MAX, REVERSE
 from .csr import intersect, lower_bound
 from .extension_kernels import _emit, admissible, list_ranges, narrow, unchanged, value_bounds
 from .keys import owner
+
+FAN_OUT = -2  # count_rows' destination for a prefix proposing from a split list: `fan_out`
 
 
 @njit(cache=True)
@@ -103,12 +118,13 @@ def split_ranges(first, last, most):
 
 
 @njit(cache=True, inline="always")
-def _local_relations(p, workers, level, prefix, i, pending, rel_count, rel_pos):
-    """The pending relations (a bit mask) whose key worker p owns. (The per-prefix helpers take the
-    plan's arrays, not the plan tuple: reading a tuple's arrays in those loops cost a third more.)"""
+def _local_relations(ix, p, workers, level, prefix, i, pending, rel_count, rel_pos, rel_kind, lo, hi):
+    """The pending relations (a bit mask) whose lists worker p holds for candidates in [lo, hi]: the
+    whole list, or the block of a split one (`blocks`). (The per-prefix helpers take the plan's
+    arrays, not the plan tuple: reading a tuple's arrays in those loops cost a third more.)"""
     local = 0
     for r in range(rel_count[level]):
-        if pending & (1 << r) and owner(prefix[i, rel_pos[level, r]], workers) == p:
+        if pending & (1 << r) and holds(ix.blocks, p, workers, prefix[i, rel_pos[level, r]], rel_kind[level, r], lo, hi):
             local |= 1 << r
     return local
 
@@ -285,14 +301,24 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
     full = (1 << rel_count[level]) - 1
     w = proposals = probes = counted = stored_done = 0
     for i in range(n):
-        r = prefix[i, level + 1]
+        r = prefix[i, level + 1] & RELATION_MASK
         kind = rel_kind[level, r]
         k = prefix[i, rel_pos[level, r]]
-        if owner(k, workers) != p:
-            raise ValueError("a prefix is queued away from its proposing relation's worker")
         lo, hi = value_bounds(level, prefix, i, above, below)
+        at = owner(k, workers)
+        h = split_row(ix.blocks, k)
+        if h >= 0:  # a piece of a split list (the values of one block), or a list every worker holds
+            block = piece_block(prefix[i, level + 1])
+            if block < 0:
+                at = p
+            else:
+                at = holder(k, block, workers)
+                low, high = block_values(ix.blocks, h, block)
+                lo, hi = max(lo, low), min(hi, high)
+        if at != p:
+            raise ValueError("a prefix is queued away from its proposing relation's worker")
         pending = full & ~(1 << r)
-        local = _local_relations(p, workers, level, prefix, i, pending, rel_count, rel_pos)
+        local = _local_relations(ix, p, workers, level, prefix, i, pending, rel_count, rel_pos, rel_kind, lo, hi)
         mask[i] = pending & ~local
         proposals += last[i] - first[i]
         store = mask[i] != 0 or stored_done < keep_done
@@ -334,7 +360,10 @@ def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done):
     for i in range(rows.shape[0]):
         n = rows[i, level + 1]
         pending = rows[i, level]
-        local = _local_relations(p, workers, level, rows, i, pending, rel_count, rel_pos)
+        lo = hi = 0
+        if n > 0:
+            lo, hi = values[read], values[read + n - 1]
+        local = _local_relations(ix, p, workers, level, rows, i, pending, rel_count, rel_pos, rel_kind, lo, hi)
         left = pending & ~local
         store = left != 0 or stored_done < keep_done
         if local == 0:
@@ -361,9 +390,10 @@ def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done):
 @njit(cache=True)
 def count_rows(p, workers, ix, level, rows, plan):
     """Count prefix rows (prefix, mask, min_rel, min_count; writable) against every pending relation
-    this worker owns, keeping the smallest (ties to the lower relation); then where each goes next:
-    the owner of its lowest pending relation's key or, with none pending, of its proposing relation's
-    key; -1 for a prefix with no extension (dropped). Returns (destination, lookups)."""
+    this worker owns (a split list's anywhere), keeping the smallest (ties to the lower relation); then
+    where each goes next: the owner of its lowest pending relation's key or, with none pending, of its
+    proposing relation's key (FAN_OUT if that list is split: `fan_out`); -1 for a prefix with no
+    extension (dropped). Returns (destination, lookups)."""
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
     above, below = plan.above, plan.below
     n = rows.shape[0]
@@ -376,9 +406,12 @@ def count_rows(p, workers, ix, level, rows, plan):
             for r in range(rel_count[level]):
                 if mk & (1 << r):
                     k = rows[i, rel_pos[level, r]]
-                    if owner(k, workers) != p:
+                    h = split_row(ix.blocks, k)
+                    if h >= 0 and not everywhere(ix.blocks, h, rel_kind[level, r]):
+                        c = split_count(ix.blocks, h, rel_kind[level, r], lo, hi)  # from the blocks' sizes, anywhere
+                    elif h < 0 and owner(k, workers) != p:
                         continue
-                    if unchanged(ix, k):
+                    elif unchanged(ix, k):
                         ra, rb, fa, fb = _static_ranges(ix.lists, rel_kind[level, r], k, lo, hi)
                         c = rb - ra + fb - fa
                     else:
@@ -392,8 +425,105 @@ def count_rows(p, workers, ix, level, rows, plan):
         if rows[i, level + 2] == 0:
             dest[i] = -1
             continue
-        r = rows[i, level + 1]
+        r = rows[i, level + 1] & RELATION_MASK
         if mk != 0:
             r = _lowest(mk)
-        dest[i] = owner(rows[i, rel_pos[level, r]], workers)
+        k = rows[i, rel_pos[level, r]]
+        dest[i] = owner(k, workers)
+        h = split_row(ix.blocks, k)
+        if mk == 0 and h >= 0:  # proposed here, cut into pieces, or a piece bound for its block
+            block = piece_block(rows[i, level + 1])
+            if block >= 0:
+                dest[i] = holder(k, block, workers)
+            else:
+                dest[i] = p if everywhere(ix.blocks, h, rel_kind[level, r]) else FAN_OUT
     return dest, lookups
+
+
+# ---------------------------------------------------------------- lists in blocks (bigjoin-s)
+
+
+@njit(cache=True)
+def fan_out(ix, workers, level, rows, fan, plan):
+    """The counted prefix rows `fan` selects, whose smallest list is split, cut into one piece per
+    block their value bounds touch: a copy of the row that proposes from that block only (its block
+    in the proposing-relation column, its work the block's entries), bound for the block's holder.
+    Returns (pieces, destinations)."""
+    blocks = ix.blocks
+    pieces = 0
+    for i in range(rows.shape[0]):
+        if fan[i]:
+            r = rows[i, level + 1]
+            h = split_row(blocks, rows[i, plan.rel_pos[level, r]])
+            lo, hi = value_bounds(level, rows, i, plan.above, plan.below)
+            pieces += block_of(blocks, h, hi) - block_of(blocks, h, lo) + 1
+    out = np.empty((pieces, rows.shape[1]), dtype=np.int32)
+    dest = np.empty(pieces, dtype=np.int64)
+    w = 0
+    for i in range(rows.shape[0]):
+        if not fan[i]:
+            continue
+        r = rows[i, level + 1]
+        k = rows[i, plan.rel_pos[level, r]]
+        h = split_row(blocks, k)
+        lo, hi = value_bounds(level, rows, i, plan.above, plan.below)
+        for j in range(block_of(blocks, h, lo), block_of(blocks, h, hi) + 1):
+            work = block_entries(blocks, h, plan.rel_kind[level, r], j, j)
+            if work == 0:
+                continue
+            out[w] = rows[i]
+            out[w, level + 1] = piece_code(r, j)
+            out[w, level + 2] = work
+            dest[w] = holder(k, j, workers)
+            w += 1
+    return out[:w], dest[:w]
+
+
+@njit(cache=True)
+def split_candidates(ix, workers, level, rows, values, rel_pos):
+    """Candidate rows (prefix, mask, length) with their values, and where each goes next: the owner
+    of its lowest pending relation's key; a row whose next list is split is cut into one row per
+    block its values fall in, bound for that block's holder (the values stay in order, so only the
+    rows change). A row with nothing pending or no values goes nowhere (-1). Returns (rows, dest)."""
+    blocks = ix.blocks
+    n = rows.shape[0]
+    total = 0
+    t = 0
+    for i in range(n):
+        length = rows[i, level + 1]
+        total += 1
+        mk = rows[i, level]
+        if mk != 0 and length > 0:
+            h = split_row(blocks, rows[i, rel_pos[level, _lowest(mk)]])
+            if h >= 0:
+                total += block_of(blocks, h, values[t + length - 1]) - block_of(blocks, h, values[t])
+        t += length
+    out = np.empty((total, rows.shape[1]), dtype=np.int32)
+    dest = np.full(total, -1, dtype=np.int64)
+    w = t = 0
+    for i in range(n):
+        length = rows[i, level + 1]
+        mk = rows[i, level]
+        out[w] = rows[i]
+        if mk == 0 or length == 0:
+            w += 1
+            t += length
+            continue
+        k = rows[i, rel_pos[level, _lowest(mk)]]
+        h = split_row(blocks, k)
+        if h < 0:
+            dest[w] = owner(k, workers)
+            w += 1
+            t += length
+            continue
+        end = t + length
+        while t < end:
+            j = block_of(blocks, h, values[t])
+            _low, high = block_values(blocks, h, j)
+            run = lower_bound(values, t, end, np.int64(high) + 1) - t
+            out[w] = rows[i]
+            out[w, level + 1] = run
+            dest[w] = holder(k, j, workers)
+            w += 1
+            t += run
+    return out[:w], dest[:w]

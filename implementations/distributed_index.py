@@ -25,6 +25,7 @@ from harness import store
 from harness.errors import DataError
 
 from . import exchange
+from .blocks import no_blocks
 from .csr import build_csr, dense_vertices, vertex_ranks
 from .exchange import BlobKind
 from .extension_kernels import Changes, IndexPartition, Lists
@@ -102,7 +103,7 @@ def build(spark, edges, undirected: bool, workers: int, extra_vertices=None) -> 
         rows = (
             edges.mapInArrow(_route_entries(ranking, workers, undirected, tokens), exchange.SCHEMA)
             .repartition(workers, "token")
-            .mapInArrow(_build_partition(str(root), len(ids)), exchange.SCHEMA)
+            .mapInArrow(partition_builder(str(root), len(ids)), exchange.SCHEMA)
             .collect()
         )
     finally:
@@ -286,7 +287,7 @@ def _route_entries(ranking, workers: int, undirected: bool, tokens: np.ndarray):
     return route
 
 
-def _build_partition(root: str, vertices: int):
+def partition_builder(root: str, vertices: int):
     def build_one(iterator):
         p = exchange.current_partition()
         parts = [arrays for _, _, arrays in exchange.received(iterator, p)]
@@ -338,6 +339,9 @@ NO_CHANGES = Changes(
 )
 
 
+NO_BLOCKS = no_blocks()
+
+
 def load_partition(root: str, p: int) -> tuple[IndexPartition, np.ndarray]:
     """(ix, loop vertices) of worker p, memory-mapped once per Python worker process from this host's
     copy of the checkpoint: ix holds its lists and no changes (see extension_kernels)."""
@@ -345,7 +349,7 @@ def load_partition(root: str, p: int) -> tuple[IndexPartition, np.ndarray]:
     if key not in _loaded:
         directory = os.path.join(root, f"p{p}")
         lists = Lists.of(*(mapped(os.path.join(directory, f"{name}.npy")) for name in LIST_FILES))
-        _loaded[key] = (IndexPartition(lists, NO_CHANGES), mapped(os.path.join(root, "loops.npy")))
+        _loaded[key] = (IndexPartition(lists, NO_CHANGES, NO_BLOCKS), mapped(os.path.join(root, "loops.npy")))
     return _loaded[key]
 
 

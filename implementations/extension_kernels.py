@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from .blocks import Blocks
 from .constants import FORWARD, INT32_MAX, REVERSE
 from .csr import contains, gallop, intersect, lower_bound
 from .keys import owner
@@ -68,10 +69,12 @@ class Changes(NamedTuple):
 
 
 class IndexPartition(NamedTuple):
-    """What one worker holds of an index: its lists and the changes to them."""
+    """What one worker holds of an index: its lists, the changes to them, and which keys' lists are
+    cut into blocks held by several workers (BiGJoin-S's index; none in the others)."""
 
     lists: Lists
     changes: Changes
+    blocks: Blocks
 
 
 class Span(NamedTuple):

@@ -7,8 +7,10 @@ The numba kernels (`extension_kernels`) answer all three against one worker's in
 answers, and so what travels, is the variant's choice:
   bigjoin, delta-bigjoin  the worker that owns the key: prefixes travel to it (`Stage` below; both
                           now run the pipelined dataflow, `dataflow`, on `dataflow_kernels`);
-  bigjoin-s               the owners of the resolver, membership and count entries: lookups travel
-                          to them and prefixes stay (`bigjoin_s`).
+  bigjoin-s               the worker holding the key's list or, for a long list cut into blocks,
+                          the block's holder: prefixes travel to it (`bigjoin_s`, on `dataflow`);
+  bigjoin-s-paper         the owners of the resolver, membership and count entries: lookups travel
+                          to them and prefixes stay (`bigjoin_s_paper`).
 Which version of the index a lookup reads (delta-bigjoin's old and new views) is the plan's
 `rel_view` of its relation, which the kernels hand to `list_ranges`.
 
@@ -19,8 +21,8 @@ worker of their proposing relation (the paper's (p, min-c, min-i, rem-ext) quadr
                 against every relation binding a_(j+1), then move each to its proposer's worker and
                 queue it for level j + 1 (at the last level the survivors are only counted).
 Every stage applies all lookups whose keys the worker owns before shipping an item, so H is an
-upper bound and items often arrive early. BiGJoin schedules these jobs (`BiGJoin.extend`); BiGJoin-S
-replaces the stages and keeps the queues, windows, job driver and counters."""
+upper bound and items often arrive early. `bigjoin-s-paper` replaces the stages and keeps the queues,
+windows, job driver and counters."""
 
 from __future__ import annotations
 
@@ -176,7 +178,7 @@ class ExtensionJob:
         stage = Stage(self, number, p)
         plan = self.plan
         if self.level == 0:  # seed: every key this worker owns (in the base or an overlay) is a 1-prefix
-            lists, changes = stage.ix
+            lists, changes = stage.ix.lists, stage.ix.changes
             keys = np.union1d(lists.keys, changes.keys).astype(np.int32) if len(changes.keys) else lists.keys
             if plan.loop[0]:
                 keys = keys[np.isin(keys, stage.loops)]

@@ -1,4 +1,4 @@
-"""The pipelined BiGJoin dataflow (bigjoin) and bigjoin-carry run in this process (`BiGJoin.in_process`):
+"""The pipelined BiGJoin dataflow (bigjoin), bigjoin-carry and bigjoin-s (on lists in blocks) run in this process (`BiGJoin.in_process`):
 the stage code the Spark tasks run, on the same argument types, with the shuffle done by hand, so
 many workers and budgets are cheap. Every count against local-gj's; the memory budget's bound on
 what is in flight; windows that take whole candidate sets where the next level carries them; and the
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from harness import datasets
 from harness.errors import DataError
 from harness.query import BUILTINS, make_join_spec
 from harness.runner import RunRequest
-from implementations import RunContext, distributed_index, exchange
+from implementations import RunContext, block_index, distributed_index, exchange
 from implementations.bigjoin_carry import CarryPlan
 from implementations.budget import Budget, default_budget, parse_size, worker_memory
 from implementations.local_gj import LocalGenericJoin
@@ -27,7 +28,7 @@ from implementations.plan import ExtensionPlan
 from tests.strategies import connected_patterns, messy_graphs
 
 THOROUGH = os.environ.get("HARNESS_HYPOTHESIS") == "thorough"
-VARIANTS = ("bigjoin", "bigjoin-carry")
+VARIANTS = ("bigjoin", "bigjoin-carry", "bigjoin-s")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -62,12 +63,15 @@ def reference(src, dst, spec) -> int:
     return impl._run(0)[0]
 
 
-def in_process(name: str, src, dst, spec, workers: int, budget: Budget):
+def in_process(name: str, src, dst, spec, workers: int, budget: Budget, block_size: int = 3):
+    """bigjoin-s runs on lists cut into blocks of `block_size` entries (small: every path of the kernels)."""
     index = distributed_index.build_on_driver(src, dst, spec.semantics == "undirected", workers)
+    run_on = block_index.build_locally(index, exchange.local_tokens(workers), block_size) if name == "bigjoin-s" else index
     try:
-        return implementations.get(name).in_process(spec, workers, index, budget).extend(50)  # type: ignore[attr-defined]
+        return implementations.get(name).in_process(spec, workers, run_on, budget).extend(50)  # type: ignore[attr-defined]
     finally:
         index.close()
+        shutil.rmtree(run_on.root, ignore_errors=True)
 
 
 def budgets(m: int):
@@ -84,7 +88,14 @@ def cases(draw):
     rows = draw(messy_graphs(16 if THOROUGH else 12, 80 if THOROUGH else 50, wide_ids=True))
     query = draw(connected_patterns(2, 5, directed=semantics == "directed"))
     spec = make_join_spec(query, semantics)
-    return semantics, rows, spec, draw(st.integers(1, 4)), draw(budgets(len(spec.attribute_order)))
+    return (
+        semantics,
+        rows,
+        spec,
+        draw(st.integers(1, 4)),
+        draw(budgets(len(spec.attribute_order))),
+        draw(st.sampled_from([1, 2, 5, 1000])),
+    )
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -92,12 +103,12 @@ def test_counts_equal_local_gj_for_any_workers_and_budget(name):
     @settings(max_examples=150 if THOROUGH else 25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(case=cases())
     def check(case):
-        semantics, rows, spec, workers, budget = case
+        semantics, rows, spec, workers, budget, block_size = case
         src, dst = canonical(rows, semantics)
         if not len(src):
             return
-        count, counters, sample = in_process(name, src, dst, spec, workers, budget)
-        assert count == reference(src, dst, spec), (spec.query.describe(), semantics, workers, budget)
+        count, counters, sample = in_process(name, src, dst, spec, workers, budget, block_size)
+        assert count == reference(src, dst, spec), (spec.query.describe(), semantics, workers, budget, block_size)
         assert len(sample) == min(count, 50)
         assert counters.totals["kernels_compiled"] == 0  # the module's warm-up covered every type
 

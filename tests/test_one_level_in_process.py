@@ -1,4 +1,4 @@
-"""BiGJoin-S (the one-level engine) and Delta-BiGJoin (the dataflow, batch by batch) run in this process (`BiGJoin.in_process`), each on
+"""BiGJoin-S as published (`bigjoin-s-paper`, the one-level engine) and Delta-BiGJoin (the dataflow, batch by batch) run in this process (`BiGJoin.in_process`), each on
 an index its own tasks build here (`balanced_index.build_locally`, `versioned_index.build_locally`):
 what the session's warm-up runs, so here it must count right (against local-gj) and leave nothing to
 compile. And the locally built indices against the ones Spark builds."""
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from harness import datasets
 from harness.query import BUILTINS, make_join_spec
 from implementations import balanced_index, distributed_index, exchange, versioned_index
-from implementations.bigjoin_s import BiGJoinS
+from implementations.bigjoin_s_paper import BiGJoinSPaper
 from implementations.delta_bigjoin import DeltaBiGJoin
 from implementations.warm import update_batch
 from tests.strategies import connected_patterns, messy_graphs
@@ -40,7 +40,7 @@ def cases(draw):
 
 @settings(max_examples=100 if THOROUGH else 20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=cases())
-def test_bigjoin_s_in_process_counts_equal_local_gj(case):
+def test_bigjoin_s_paper_in_process_counts_equal_local_gj(case):
     semantics, rows, spec, workers, batch = case
     src, dst = canonical(rows, semantics)
     if not len(src):
@@ -48,7 +48,7 @@ def test_bigjoin_s_in_process_counts_equal_local_gj(case):
     source = distributed_index.build_on_driver(src, dst, semantics == "undirected", workers)
     balanced = balanced_index.build_locally(source, exchange.local_tokens(workers))
     try:
-        count, counters, _ = BiGJoinS.in_process(spec, workers, balanced, params={"batch": batch}).extend_by_level(10)
+        count, counters, _ = BiGJoinSPaper.in_process(spec, workers, balanced, params={"batch": batch}).extend_by_level(10)
     finally:
         for root in (source.root, balanced.root):
             shutil.rmtree(root, ignore_errors=True)
