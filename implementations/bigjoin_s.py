@@ -25,6 +25,7 @@ from harness.errors import DataError
 from . import block_index
 from .base import Param
 from .bigjoin import BiGJoin
+from .blocks import Blocks
 from .dataflow import DataflowJob, hops
 from .distributed_index import PartitionedIndex
 
@@ -47,8 +48,8 @@ class BlockFlow(DataflowJob):
             n += min(int(self.plan.rel_count[level + 1]), others) + 1
         return n
 
-    def load_index(self, p: int):
-        return block_index.load_partition(self.index_root, p)
+    def load_blocks(self, p: int) -> Blocks:
+        return block_index.load_blocks(self.index_root)
 
 
 class BiGJoinS(BiGJoin):

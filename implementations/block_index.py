@@ -23,9 +23,8 @@ from harness import store
 
 from . import distributed_index, exchange
 from .blocks import Blocks
-from .distributed_index import NO_CHANGES, PartitionedIndex, mapped, readonly
+from .distributed_index import PartitionedIndex, mapped, readonly
 from .exchange import BlobKind
-from .extension_kernels import IndexPartition
 from .keys import partition_of
 
 MIN_BLOCK = 32
@@ -228,14 +227,12 @@ def _merged_table(parts: list) -> Blocks:
     return Blocks(slots, first, lower[pick], sizes_before, np.ascontiguousarray(whole[:, order]))
 
 
-_loaded: dict[tuple[str, int], tuple[IndexPartition, np.ndarray]] = {}
+_tables: dict[str, Blocks] = {}
 
 
-def load_partition(root: str, p: int) -> tuple[IndexPartition, np.ndarray]:
-    """(ix, loop vertices) of worker p: its lists and blocks, with the blocks table (memory-mapped)."""
-    key = (root, p)
-    if key not in _loaded:
-        ix, loops = distributed_index.load_partition(root, p)
-        table = Blocks(*(readonly(np.asarray(mapped(os.path.join(root, f"{name}.npy")))) for name in BLOCK_FILES))
-        _loaded[key] = (IndexPartition(ix.lists, NO_CHANGES, table), loops)
-    return _loaded[key]
+def load_blocks(root: str) -> Blocks:
+    """The split keys' table (memory-mapped once per Python worker process); each worker's lists and
+    blocks are a partition of the key-partitioned index's layout (`distributed_index.load_partition`)."""
+    if root not in _tables:
+        _tables[root] = Blocks(*(readonly(np.asarray(mapped(os.path.join(root, f"{name}.npy")))) for name in BLOCK_FILES))
+    return _tables[root]

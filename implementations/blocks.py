@@ -55,20 +55,6 @@ class Blocks(NamedTuple):
     everywhere: np.ndarray
 
 
-def no_blocks() -> Blocks:
-    """The table of an index that splits no key (BiGJoin's, Delta-BiGJoin's), read-only as the kernels read everything."""
-    arrays = (
-        np.zeros(0, np.int32),
-        np.zeros(1, np.int64),
-        np.zeros(0, np.int32),
-        np.zeros((2, 1), np.int64),
-        np.zeros((2, 0), np.int8),
-    )
-    for a in arrays:
-        a.setflags(write=False)
-    return Blocks(*arrays)
-
-
 @njit(cache=True, inline="always")
 def split_row(blocks, k):
     """Key k's row among the split keys, or -1 if it is held whole."""

@@ -163,7 +163,7 @@ def expand_families(p, workers, ix, loops, level, rows, seg, start, first, last,
             a = lower_bound(seg, s0 + t + 1 if after else s0, s0 + clen, lo)
             b = s0 + clen if hi >= INT32_MAX else lower_bound(seg, a, s0 + clen, hi + 1)
             proposals += b - a
-            local = _local_relations(ix, p, workers, level, cand, i, extra_mask, rel_count, rel_pos, rel_kind, lo, hi)
+            local = _local_relations(p, workers, level, cand, i, extra_mask, rel_count, rel_pos)
             cand[i, level] = extra_mask & ~local
             store = cand[i, level] != 0 or stored_done < keep_done
             if local and not filtered:  # straight from the family's set

@@ -38,6 +38,7 @@ from harness import store
 from harness.errors import ExecutionError
 
 from . import distributed_index, exchange, warm
+from .blocks import Blocks
 from .budget import Budget
 from .constants import INT32_MAX
 from .dataflow_kernels import (
@@ -160,6 +161,10 @@ class DataflowJob:
     def load_index(self, p: int):
         return distributed_index.load_partition(self.index_root, p)
 
+    def load_blocks(self, p: int) -> Blocks | None:
+        """The table of lists cut into blocks (bigjoin-s); None: every list is whole at its key's owner."""
+        return None
+
     def start_level(self, worker: WorkerStage, level: int) -> None:
         """A level's first stage at one worker: seed the level-1 queue, or propose one window."""
         if level == 0:
@@ -212,6 +217,7 @@ class WorkerStage:
         self.signatures = warm.signatures()
         started = time.perf_counter()
         self.ix, self.loops = job.load_index(p)
+        self.blocks = job.load_blocks(p)
         self.add(job.first, "io_us", int((time.perf_counter() - started) * 1e6))
 
     # ------------------------------------------------------------------ counters
@@ -293,8 +299,8 @@ class WorkerStage:
         keys = np.asarray(self.ix.lists.keys)
         if len(self.ix.changes.keys):  # Delta-BiGJoin's view: keys its changes added count too
             keys = np.union1d(keys, self.ix.changes.keys).astype(np.int32)
-        if len(self.ix.blocks.slots):  # a split key's blocks may all be held away from its owner
-            keys = np.union1d(keys, np.flatnonzero(np.asarray(self.ix.blocks.slots) >= 0)).astype(np.int32)
+        if self.blocks is not None:  # a split key's blocks may all be held away from its owner
+            keys = np.union1d(keys, np.flatnonzero(np.asarray(self.blocks.slots) >= 0)).astype(np.int32)
             keys = keys[partition_of(keys, self.job.workers) == self.p]
         if self.plan.loop[0]:
             keys = keys[np.isin(keys, self.loops)]
@@ -316,6 +322,7 @@ class WorkerStage:
         with self.clock(level, "kernel_us"):
             mask, lengths, values, proposals, probes, counted = propose_local(
                 self.p, job.workers, self.ix, self.loops, level, queued, first, last, plan.kernel, self.keep_done(level),
+                self.blocks,
             )  # fmt: skip
         self.add(level, "proposals", proposals)
         self.add(level, "probes", probes)
@@ -332,7 +339,7 @@ class WorkerStage:
         rows, out = rows.copy(), np.empty(len(values), dtype=np.int32)
         with self.clock(level, "kernel_us"):
             kept, probes, counted = intersect_rows(
-                self.p, job.workers, self.ix, level, rows, values, out, plan.kernel, self.keep_done(level)
+                self.p, job.workers, self.ix, level, rows, values, out, plan.kernel, self.keep_done(level), self.blocks
             )
         self.add(level, "probes", probes)
         self.route_candidates(level, rows, out[:kept], counted)
@@ -358,9 +365,9 @@ class WorkerStage:
         alive = lengths > 0
         finished = alive & (mask == 0)
         if not finished.all():
-            if len(self.ix.blocks.slots):  # a row bound for a split list goes to its values' blocks
+            if self.blocks is not None:  # a row bound for a split list goes to its values' blocks
                 with self.clock(level, "kernel_us"):
-                    rows, dest = split_candidates(self.ix, job.workers, level, rows, values, self.plan.rel_pos)
+                    rows, dest = split_candidates(self.blocks, job.workers, level, rows, values, self.plan.rel_pos)
                 mask, lengths = rows[:, level], rows[:, level + 1]
                 finished = (lengths > 0) & (mask == 0)
             else:
@@ -377,10 +384,10 @@ class WorkerStage:
         self.add(group, "held_prefixes", len(rows))
         self.add(group, "held_bytes", rows.nbytes)
         with self.clock(group, "kernel_us"):
-            dest, lookups = count_rows(self.p, job.workers, self.ix, level, rows, plan.kernel)
+            dest, lookups = count_rows(self.p, job.workers, self.ix, level, rows, plan.kernel, self.blocks)
             fan = dest == FAN_OUT
             if fan.any():  # one piece per block of a split list, each to its block's holder
-                pieces, to = fan_out(self.ix, job.workers, level, rows, fan, plan.kernel)
+                pieces, to = fan_out(self.blocks, job.workers, level, rows, fan, plan.kernel)
                 rows, dest = np.concatenate([rows[~fan], pieces]), np.concatenate([dest[~fan], to])
         self.add(group, "count_lookups", lookups)
         arrived = (dest == self.p) & (rows[:, level] == 0)

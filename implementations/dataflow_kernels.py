@@ -118,13 +118,23 @@ def split_ranges(first, last, most):
 
 
 @njit(cache=True, inline="always")
-def _local_relations(ix, p, workers, level, prefix, i, pending, rel_count, rel_pos, rel_kind, lo, hi):
-    """The pending relations (a bit mask) whose lists worker p holds for candidates in [lo, hi]: the
-    whole list, or the block of a split one (`blocks`). (The per-prefix helpers take the plan's
-    arrays, not the plan tuple: reading a tuple's arrays in those loops cost a third more.)"""
+def _local_relations(p, workers, level, prefix, i, pending, rel_count, rel_pos):
+    """The pending relations (a bit mask) whose key worker p owns. (The per-prefix helpers take the
+    plan's arrays, not the plan tuple: reading a tuple's arrays in those loops cost a third more.)"""
     local = 0
     for r in range(rel_count[level]):
-        if pending & (1 << r) and holds(ix.blocks, p, workers, prefix[i, rel_pos[level, r]], rel_kind[level, r], lo, hi):
+        if pending & (1 << r) and owner(prefix[i, rel_pos[level, r]], workers) == p:
+            local |= 1 << r
+    return local
+
+
+@njit(cache=True)
+def _held_relations(blocks, p, workers, level, prefix, i, pending, rel_count, rel_pos, rel_kind, lo, hi):
+    """`_local_relations` on lists in blocks: the pending relations whose list worker p holds for
+    candidates in [lo, hi] (the whole list, or the block of a split one)."""
+    local = 0
+    for r in range(rel_count[level]):
+        if pending & (1 << r) and holds(blocks, p, workers, prefix[i, rel_pos[level, r]], rel_kind[level, r], lo, hi):
             local |= 1 << r
     return local
 
@@ -272,6 +282,21 @@ def _propose_general(ix, plan, loops, level, prefix, i, r, first, last, local, l
     return _narrow_written(ix, plan, level, prefix, i, local, out, w, end, store, work)
 
 
+@njit(cache=True)
+def _piece(blocks, p, workers, k, code, lo, hi):
+    """Where a queued prefix proposing from key k's list is proposed, and its value bounds there: a
+    piece (`code` names its block) at the block's holder, within the block's values; a whole list
+    of a split key that every worker holds, here (p); else at k's owner."""
+    h = split_row(blocks, k)
+    if h < 0:
+        return owner(k, workers), lo, hi
+    block = piece_block(code)
+    if block < 0:
+        return p, lo, hi
+    low, high = block_values(blocks, h, block)
+    return holder(k, block, workers), max(lo, low), min(hi, high)
+
+
 @njit(cache=True, inline="always")
 def level_filtered(plan, level):
     """Whether a level's candidates need a per-value test: an inequality or a required self-loop."""
@@ -282,14 +307,16 @@ def level_filtered(plan, level):
 
 
 @njit(cache=True)
-def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done):
+def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done, blocks):
     """Propose, then Intersect with every pending relation this worker owns, in one pass per queued
     prefix (its row: the prefix, at column level+1 its smallest relation): positions [first, last) of that list, narrowed by the local relations straight
     from the index (a candidate that one of them rejects is never written). A prefix left with no
     pending relation is done: its values are written for the first `keep_done` of them (new prefixes,
     or sampled matches) and only counted after that. Returns (mask, lengths, values, proposals,
     probes, counted). The common case (a one-part list of a static index, no filter) runs inline;
-    the rest out of line (`_propose_general`)."""
+    the rest out of line (`_propose_general`). `blocks`: the split lists' table (bigjoin-s), or None:
+    numba then compiles the block paths away, so BiGJoin's loop is as it was (inlined into it,
+    they cost BiGJoin a quarter more kernel time on triangles, R-MAT 18)."""
     n = prefix.shape[0]
     mask = np.empty(n, dtype=np.int32)
     lengths = np.zeros(n, dtype=np.int32)
@@ -301,24 +328,20 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
     full = (1 << rel_count[level]) - 1
     w = proposals = probes = counted = stored_done = 0
     for i in range(n):
-        r = prefix[i, level + 1] & RELATION_MASK
+        r = prefix[i, level + 1] if blocks is None else prefix[i, level + 1] & RELATION_MASK
         kind = rel_kind[level, r]
         k = prefix[i, rel_pos[level, r]]
         lo, hi = value_bounds(level, prefix, i, above, below)
-        at = owner(k, workers)
-        h = split_row(ix.blocks, k)
-        if h >= 0:  # a piece of a split list (the values of one block), or a list every worker holds
-            block = piece_block(prefix[i, level + 1])
-            if block < 0:
-                at = p
-            else:
-                at = holder(k, block, workers)
-                low, high = block_values(ix.blocks, h, block)
-                lo, hi = max(lo, low), min(hi, high)
-        if at != p:
-            raise ValueError("a prefix is queued away from its proposing relation's worker")
         pending = full & ~(1 << r)
-        local = _local_relations(ix, p, workers, level, prefix, i, pending, rel_count, rel_pos, rel_kind, lo, hi)
+        if blocks is None:
+            if owner(k, workers) != p:
+                raise ValueError("a prefix is queued away from its proposing relation's worker")
+            local = _local_relations(p, workers, level, prefix, i, pending, rel_count, rel_pos)
+        else:  # a piece of a split list (the values of one block), or a list every worker holds
+            at, lo, hi = _piece(blocks, p, workers, k, prefix[i, level + 1], lo, hi)
+            if at != p:
+                raise ValueError("a prefix is queued away from its proposing relation's worker")
+            local = _held_relations(blocks, p, workers, level, prefix, i, pending, rel_count, rel_pos, rel_kind, lo, hi)
         mask[i] = pending & ~local
         proposals += last[i] - first[i]
         store = mask[i] != 0 or stored_done < keep_done
@@ -349,21 +372,25 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
 
 
 @njit(cache=True)
-def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done):
+def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, blocks):
     """Intersect received candidate rows (prefix, mask, length; writable) with every pending relation
     this worker owns, survivors into `out` (may be values itself); a row left with nothing pending is
     done and, past the first `keep_done` values, only counted (its length set to 0).
-    Returns (kept, probes, counted)."""
+    Returns (kept, probes, counted). `blocks` as in `propose_local`."""
     work = np.zeros(2, dtype=np.int64)
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
     read = write = probes = counted = stored_done = 0
     for i in range(rows.shape[0]):
         n = rows[i, level + 1]
         pending = rows[i, level]
-        lo = hi = 0
-        if n > 0:
-            lo, hi = values[read], values[read + n - 1]
-        local = _local_relations(ix, p, workers, level, rows, i, pending, rel_count, rel_pos, rel_kind, lo, hi)
+        if blocks is None:
+            local = _local_relations(p, workers, level, rows, i, pending, rel_count, rel_pos)
+        elif n > 0:  # the candidates' range decides which blocks hold them
+            local = _held_relations(
+                blocks, p, workers, level, rows, i, pending, rel_count, rel_pos, rel_kind, values[read], values[read + n - 1]
+            )
+        else:
+            local = 0
         left = pending & ~local
         store = left != 0 or stored_done < keep_done
         if local == 0:
@@ -388,12 +415,13 @@ def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done):
 
 
 @njit(cache=True)
-def count_rows(p, workers, ix, level, rows, plan):
+def count_rows(p, workers, ix, level, rows, plan, blocks):
     """Count prefix rows (prefix, mask, min_rel, min_count; writable) against every pending relation
-    this worker owns (a split list's anywhere), keeping the smallest (ties to the lower relation); then
-    where each goes next: the owner of its lowest pending relation's key or, with none pending, of its
-    proposing relation's key (FAN_OUT if that list is split: `fan_out`); -1 for a prefix with no
-    extension (dropped). Returns (destination, lookups)."""
+    this worker owns (a split list's anywhere: `blocks`, as in `propose_local`), keeping the smallest
+    (ties to the lower relation); then where each goes next: the owner of its lowest pending
+    relation's key or, with none pending, of its proposing relation's key (for a split list: here,
+    FAN_OUT, or a piece's block holder: `_proposer`); -1 for a prefix with no extension (dropped).
+    Returns (destination, lookups)."""
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
     above, below = plan.above, plan.below
     n = rows.shape[0]
@@ -406,9 +434,9 @@ def count_rows(p, workers, ix, level, rows, plan):
             for r in range(rel_count[level]):
                 if mk & (1 << r):
                     k = rows[i, rel_pos[level, r]]
-                    h = split_row(ix.blocks, k)
-                    if h >= 0 and not everywhere(ix.blocks, h, rel_kind[level, r]):
-                        c = split_count(ix.blocks, h, rel_kind[level, r], lo, hi)  # from the blocks' sizes, anywhere
+                    h = -1 if blocks is None else split_row(blocks, k)
+                    if h >= 0 and not everywhere(blocks, h, rel_kind[level, r]):
+                        c = split_count(blocks, h, rel_kind[level, r], lo, hi)  # from the blocks' sizes, anywhere
                     elif h < 0 and owner(k, workers) != p:
                         continue
                     elif unchanged(ix, k):
@@ -428,28 +456,34 @@ def count_rows(p, workers, ix, level, rows, plan):
         r = rows[i, level + 1] & RELATION_MASK
         if mk != 0:
             r = _lowest(mk)
-        k = rows[i, rel_pos[level, r]]
-        dest[i] = owner(k, workers)
-        h = split_row(ix.blocks, k)
-        if mk == 0 and h >= 0:  # proposed here, cut into pieces, or a piece bound for its block
-            block = piece_block(rows[i, level + 1])
-            if block >= 0:
-                dest[i] = holder(k, block, workers)
-            else:
-                dest[i] = p if everywhere(ix.blocks, h, rel_kind[level, r]) else FAN_OUT
+        dest[i] = owner(rows[i, rel_pos[level, r]], workers)
+        if blocks is not None and mk == 0:
+            dest[i] = _proposer(blocks, p, workers, rows[i, rel_pos[level, r]], rel_kind[level, r], rows[i, level + 1], dest[i])
     return dest, lookups
+
+
+@njit(cache=True)
+def _proposer(blocks, p, workers, k, kind, code, at_owner):
+    """Where a counted prefix proposing from key k's list goes: a split list every worker holds is
+    proposed here (p); a prefix not yet cut into pieces is cut (FAN_OUT); a piece goes to its block."""
+    h = split_row(blocks, k)
+    if h < 0:
+        return at_owner
+    block = piece_block(code)
+    if block >= 0:
+        return holder(k, block, workers)
+    return p if everywhere(blocks, h, kind) else FAN_OUT
 
 
 # ---------------------------------------------------------------- lists in blocks (bigjoin-s)
 
 
 @njit(cache=True)
-def fan_out(ix, workers, level, rows, fan, plan):
+def fan_out(blocks, workers, level, rows, fan, plan):
     """The counted prefix rows `fan` selects, whose smallest list is split, cut into one piece per
     block their value bounds touch: a copy of the row that proposes from that block only (its block
     in the proposing-relation column, its work the block's entries), bound for the block's holder.
     Returns (pieces, destinations)."""
-    blocks = ix.blocks
     pieces = 0
     for i in range(rows.shape[0]):
         if fan[i]:
@@ -480,12 +514,11 @@ def fan_out(ix, workers, level, rows, fan, plan):
 
 
 @njit(cache=True)
-def split_candidates(ix, workers, level, rows, values, rel_pos):
+def split_candidates(blocks, workers, level, rows, values, rel_pos):
     """Candidate rows (prefix, mask, length) with their values, and where each goes next: the owner
     of its lowest pending relation's key; a row whose next list is split is cut into one row per
     block its values fall in, bound for that block's holder (the values stay in order, so only the
     rows change). A row with nothing pending or no values goes nowhere (-1). Returns (rows, dest)."""
-    blocks = ix.blocks
     n = rows.shape[0]
     total = 0
     t = 0

@@ -25,7 +25,6 @@ from harness import store
 from harness.errors import DataError
 
 from . import exchange
-from .blocks import no_blocks
 from .csr import build_csr, dense_vertices, vertex_ranks
 from .exchange import BlobKind
 from .extension_kernels import Changes, IndexPartition, Lists
@@ -339,9 +338,6 @@ NO_CHANGES = Changes(
 )
 
 
-NO_BLOCKS = no_blocks()
-
-
 def load_partition(root: str, p: int) -> tuple[IndexPartition, np.ndarray]:
     """(ix, loop vertices) of worker p, memory-mapped once per Python worker process from this host's
     copy of the checkpoint: ix holds its lists and no changes (see extension_kernels)."""
@@ -349,7 +345,7 @@ def load_partition(root: str, p: int) -> tuple[IndexPartition, np.ndarray]:
     if key not in _loaded:
         directory = os.path.join(root, f"p{p}")
         lists = Lists.of(*(mapped(os.path.join(directory, f"{name}.npy")) for name in LIST_FILES))
-        _loaded[key] = (IndexPartition(lists, NO_CHANGES, NO_BLOCKS), mapped(os.path.join(root, "loops.npy")))
+        _loaded[key] = (IndexPartition(lists, NO_CHANGES), mapped(os.path.join(root, "loops.npy")))
     return _loaded[key]
 
 

@@ -23,7 +23,6 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .blocks import Blocks
 from .constants import FORWARD, INT32_MAX, REVERSE
 from .csr import contains, gallop, intersect, lower_bound
 from .keys import owner
@@ -69,12 +68,10 @@ class Changes(NamedTuple):
 
 
 class IndexPartition(NamedTuple):
-    """What one worker holds of an index: its lists, the changes to them, and which keys' lists are
-    cut into blocks held by several workers (BiGJoin-S's index; none in the others)."""
+    """What one worker holds of an index: its lists and the changes to them."""
 
     lists: Lists
     changes: Changes
-    blocks: Blocks
 
 
 class Span(NamedTuple):

@@ -36,7 +36,7 @@ from harness import store
 
 from . import distributed_index, exchange
 from .csr import lower_bound
-from .distributed_index import LIST_FILES, NO_BLOCKS, NO_CHANGES, mapped, readonly
+from .distributed_index import LIST_FILES, NO_CHANGES, mapped, readonly
 from .exchange import BlobKind
 from .extension_kernels import Changes, IndexPartition, Lists
 from .keys import edge_code, find_sorted, partition_of
@@ -91,7 +91,7 @@ def load_view(root: str, p: int, b: int, k: int) -> tuple[IndexPartition, np.nda
     maintained, so the loop vertices are empty. One view per worker is cached per process."""
     cached = _views.get((root, p))
     if cached is None or cached[0] != (b, k):
-        ix = IndexPartition(Lists.of(*_load_lists(os.path.join(base_dir(root, b), f"p{p}"))), _overlay(root, k, p), NO_BLOCKS)
+        ix = IndexPartition(Lists.of(*_load_lists(os.path.join(base_dir(root, b), f"p{p}"))), _overlay(root, k, p))
         _views[(root, p)] = cached = ((b, k), (ix, NO_LOOPS))
     return cached[1]
 
