@@ -40,7 +40,7 @@ EXAMPLES = {
 }
 THOROUGH = os.environ.get("HARNESS_HYPOTHESIS") == "thorough"
 # The rest: 50. tests/test_delta.py has more for delta; tests/test_dataflow.py runs bigjoin-carry in-process.
-THOROUGH_EXAMPLES = {"delta-bigjoin": 20, "bigjoin-carry": 25}
+THOROUGH_EXAMPLES = {"delta-bigjoin": 20, "bigjoin-carry": 25, "bigjoin-s-paper": 15}
 MAX_VERTICES, MAX_ROWS = (60, 150) if THOROUGH else (12, 45)
 
 
