@@ -15,6 +15,8 @@ from implementations.bigjoin import Batches, next_level
 from implementations.bigjoin_s_paper import AllWorkersFull, split_work
 from implementations.prefix_extension import Chunk
 
+# The paper's design is slower (about 30 s for both tests): `make test-thorough` runs it.
+BOTH_DESIGNS = ["bigjoin-s", pytest.param("bigjoin-s-paper", marks=pytest.mark.thorough)]
 HUB_EDGES = (
     [(h, v) for h in range(2) for v in range(2, 600, 2)]
     + [(0, 1)]  # 2 adjacent hubs on half the vertices
@@ -67,7 +69,7 @@ def _round_skew(loads: list[list[int]], min_mean: float) -> list[float]:
     return [max(r) / (sum(r) / len(r)) for r in loads if sum(r) / len(r) >= min_mean]
 
 
-@pytest.mark.parametrize("impl", ["bigjoin-s", "bigjoin-s-paper"])
+@pytest.mark.parametrize("impl", BOTH_DESIGNS)
 def test_hub_graph_balance_against_bigjoin(spark, hub_graph, impl):
     workers = 8
     # clique4: every triangle through a hub reaches the hub's owner when BiGJoin counts a4 (the hub
@@ -96,7 +98,7 @@ def test_hub_graph_balance_against_bigjoin(spark, hub_graph, impl):
         assert ours_path < theirs_path
 
 
-@pytest.mark.parametrize("impl", ["bigjoin-s", "bigjoin-s-paper"])
+@pytest.mark.parametrize("impl", BOTH_DESIGNS)
 def test_small_batches_keep_the_count_and_split_lists(spark, hub_graph, impl):
     whole = _counted(spark, hub_graph, impl, 2)
     small = _counted(spark, hub_graph, impl, 2, batch=600)
