@@ -20,7 +20,7 @@ import numpy as np
 from harness import store
 
 from . import distributed_index, exchange
-from .distributed_index import PartitionedIndex
+from .distributed_index import PartitionedIndex, max_over_mean
 from .exchange import BlobKind
 from .keys import edge_code, find_sorted
 
@@ -67,10 +67,6 @@ class BalancedIndex:
 
     def describe(self) -> dict:
         sizes = self.sizes()
-
-        def skew(a):
-            return round(float(a.max() / a.mean()), 4) if a.sum() else None
-
         return {
             "workers": self.workers,
             "vertices": self.vertices,
@@ -78,9 +74,9 @@ class BalancedIndex:
             "resolver_entries_per_worker": self.resolver_entries.tolist(),
             "membership_entries_per_worker": self.membership_entries.tolist(),
             "entries_per_worker": sizes.tolist(),
-            "entries_max_over_mean": skew(sizes),
-            "resolver_max_over_mean": skew(self.resolver_entries),
-            "membership_max_over_mean": skew(self.membership_entries),
+            "entries_max_over_mean": max_over_mean(sizes),
+            "resolver_max_over_mean": max_over_mean(self.resolver_entries),
+            "membership_max_over_mean": max_over_mean(self.membership_entries),
         }
 
 

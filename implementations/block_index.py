@@ -23,7 +23,7 @@ from harness import store
 
 from . import distributed_index, exchange
 from .blocks import Blocks
-from .distributed_index import PartitionedIndex, mapped, readonly
+from .distributed_index import PartitionedIndex, mapped, max_over_mean, readonly
 from .exchange import BlobKind
 from .keys import partition_of
 
@@ -59,7 +59,7 @@ class BlockIndex:
             "blocks_of_split_keys": self.blocks,
             "keys_per_worker": self.keys.tolist(),
             "entries_per_worker": self.entries.tolist(),
-            "entries_max_over_mean": round(float(self.entries.max() / self.entries.mean()), 4) if self.entries.sum() else None,
+            "entries_max_over_mean": max_over_mean(self.entries),
         }
 
 
@@ -114,11 +114,7 @@ def _scatter(source_root: str, root: str, workers: int, block_size: int, tokens:
         table = entries.cut(block_size, max(1, block_size // workers))
         for name, array in zip(SPLIT_FILES, table):
             store.save_array(os.path.join(root, f"p{p}", f"{name}.npy"), array)
-        holder, everywhere = entries.holders(workers)
-        key, value, kind = (
-            np.concatenate([a[~everywhere], np.tile(a[everywhere], workers)]) for a in (entries.key, entries.value, entries.kind)
-        )
-        holder = np.concatenate([holder[~everywhere], np.repeat(np.arange(workers), int(everywhere.sum()))])
+        holder, key, value, kind = entries.routed(workers)
         out_tokens, payloads = exchange.route(BlobKind.EDGES, holder, [key, value, kind], tokens, workers)
         if payloads:
             yield from exchange.blob_batches(out_tokens, payloads)
@@ -175,9 +171,18 @@ class _Entries:
             np.asarray(whole, np.int8).T.reshape(2, len(split)),
         )
 
-    def holders(self, workers: int) -> tuple[np.ndarray, np.ndarray]:
-        """Each entry's holder (its block's), and which entries every worker holds."""
-        return (partition_of(self.key, workers) + self.block) % workers, self.whole
+    def routed(self, workers: int) -> tuple[np.ndarray, ...]:
+        """(holder, key, value, kind) of every copy to send: each entry to its block's holder, and an
+        entry of a direction held whole everywhere to every worker."""
+        one, everywhere = ~self.whole, self.whole
+        holder = np.concatenate(
+            [
+                ((partition_of(self.key, workers) + self.block) % workers)[one],
+                np.repeat(np.arange(workers), int(everywhere.sum())),
+            ]
+        )
+        copies = (np.concatenate([a[one], np.tile(a[everywhere], workers)]) for a in (self.key, self.value, self.kind))
+        return (holder, *copies)
 
 
 def _finished(source: PartitionedIndex, root: Path, block_size: int, reports: list) -> BlockIndex:

@@ -52,6 +52,11 @@ def _remove_created() -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def max_over_mean(per_worker: np.ndarray) -> float | None:
+    """How far the busiest worker is from the mean (1.0: balanced); None when there is nothing."""
+    return round(float(per_worker.max() / per_worker.mean()), 4) if per_worker.sum() else None
+
+
 @dataclass
 class PartitionedIndex:
     root: Path
@@ -82,7 +87,7 @@ class PartitionedIndex:
             "entries_per_worker": entries.tolist(),
             "forward_entries": int(self.forward.sum()),
             "reverse_entries": int(self.reverse.sum()),
-            "entries_max_over_mean": round(float(entries.max() / entries.mean()), 4) if entries.sum() else None,
+            "entries_max_over_mean": max_over_mean(entries),
         }
 
     def close(self) -> None:

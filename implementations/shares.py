@@ -26,7 +26,7 @@ from . import exchange, hypercube, local_gj
 from .base import Implementation, Outcome
 from .constants import BOTH, FORWARD, REVERSE
 from .csr import build_csr
-from .distributed_index import rank_vertices
+from .distributed_index import max_over_mean, rank_vertices
 from .exchange import BlobKind
 from .plan import ExtensionPlan
 
@@ -194,7 +194,7 @@ class Shares(Implementation):
             "max_cell_load": int(load.max(initial=0)),
             "mean_cell_load": round(float(load.mean()), 2) if len(load) else 0.0,
             "predicted_cell_load": round(alloc.load_per_cell, 2),
-            "cell_load_skew": round(float(load.max() / load.mean()), 4) if load.sum() else None,
+            "cell_load_skew": max_over_mean(load),
             "count_per_cell": [int(c[1]) for c in cells],
             "candidates_per_cell": work[:, 0].tolist(),
             "probes_per_cell": work[:, 1].tolist(),

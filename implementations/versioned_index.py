@@ -36,7 +36,7 @@ from harness import store
 
 from . import distributed_index, exchange
 from .csr import lower_bound
-from .distributed_index import LIST_FILES, NO_CHANGES, mapped, readonly
+from .distributed_index import LIST_FILES, NO_CHANGES, mapped, max_over_mean, readonly
 from .exchange import BlobKind
 from .extension_kernels import Changes, IndexPartition, Lists
 from .keys import edge_code, find_sorted, partition_of
@@ -149,7 +149,7 @@ class VersionedIndex:
             "overlay_keys": int(s[:, 2].sum()) if len(s) else 0,
             "overlay_entries": int(s[:, 3].sum()) if len(s) else 0,
             "entries_per_worker": entries.tolist(),
-            "entries_max_over_mean": round(float(entries.max() / entries.mean()), 4) if entries.sum() else None,
+            "entries_max_over_mean": max_over_mean(entries),
             "bytes_on_disk": int(s[:, 5].sum()) if len(s) else 0,
         }
 
