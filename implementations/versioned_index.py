@@ -335,10 +335,12 @@ class EdgeSet:
 
     def updated(self, codes: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The changed pairs after setting `codes` (sorted, unique) to `present`."""
-        keep = ~find_sorted(codes, self.codes)[1]
-        all_codes = np.concatenate([self.codes[keep], codes])
-        order = np.argsort(all_codes, kind="stable")
-        return all_codes[order], np.concatenate([self.present[keep], present])[order]
+        return _overridden(self.codes, self.present, codes, present)
+
+    def compacted(self, codes: np.ndarray, present: np.ndarray) -> np.ndarray:
+        """The base with the changed pairs (sorted, unique) folded in: one linear merge."""
+        merged, kept = _overridden(np.asarray(self.base), np.ones(len(self.base), np.bool_), codes, present)
+        return merged[kept]
 
 
 def _apply_batch(root: str, workers: int, undirected: bool, k: int, b: int, compact: bool, homed: dict[int, exchange.Blob]):
@@ -392,7 +394,7 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
     changed_codes, changed_present = edges.updated(touched, after)
     if compact:  # fold every change into a new base
         started = time.perf_counter()
-        base = np.union1d(np.asarray(edges.base)[~find_sorted(changed_codes, edges.base)[1]], changed_codes[changed_present])
+        base = edges.compacted(changed_codes, changed_present)
         _save(os.path.join(root, f"edges-{k}"), **{f"p{p}": base})
         changed_codes, changed_present = changed_codes[:0], changed_present[:0]
         counters[UPDATE_FIELDS.index("compaction_us")] = int((time.perf_counter() - started) * 1e6)
@@ -467,12 +469,10 @@ def _apply_changes(
             okeys, previous.keys, previous.offsets[row], previous_values[row], previous_signs[row]
         )
         sel = kinds == row
-        slot = np.concatenate(
-            [np.repeat(np.arange(len(okeys), dtype=np.int64), counts), np.searchsorted(okeys, keys[sel]).astype(np.int64)]
-        )
-        codes = (slot << 32) | np.concatenate([before, values[sel]]).astype(np.int64)
-        net_codes, where = np.unique(codes, return_inverse=True)
-        net = np.bincount(where, weights=np.concatenate([before_sign, diffs[sel]]), minlength=len(net_codes)).astype(np.int8)
+        previous_codes = (np.repeat(np.arange(len(okeys), dtype=np.int64), counts) << 32) | before.astype(np.int64)
+        batch_codes = (np.searchsorted(okeys, keys[sel]).astype(np.int64) << 32) | values[sel].astype(np.int64)
+        order = np.argsort(batch_codes, kind="stable")  # the batch alone is sorted; the history is already
+        net_codes, net = _summed(previous_codes, before_sign, batch_codes[order], diffs[sel][order])
         if (np.abs(net) > 1).any():
             raise RuntimeError(f"batch {k}: inconsistent changes at worker {p}")
         kept = net != 0
@@ -502,6 +502,48 @@ def _apply_changes(
         np.int64,
     )
     return [exchange.pack(BlobKind.INDEX_STATS, p, [sizes])], compaction_us
+
+
+@njit(cache=True)
+def _overridden(codes, flags, new_codes, new_flags):
+    """(codes, flags) of two sorted unique code sets merged, the new flag kept where both have a code."""
+    n, m = len(codes), len(new_codes)
+    out, out_flags = np.empty(n + m, np.int64), np.empty(n + m, np.bool_)
+    i = w = 0
+    for j in range(m):
+        c = new_codes[j]
+        while i < n and codes[i] < c:
+            out[w], out_flags[w] = codes[i], flags[i]
+            i, w = i + 1, w + 1
+        if i < n and codes[i] == c:
+            i += 1
+        out[w], out_flags[w] = c, new_flags[j]
+        w += 1
+    for t in range(i, n):
+        out[w], out_flags[w] = codes[t], flags[t]
+        w += 1
+    return out[:w], out_flags[:w]
+
+
+@njit(cache=True)
+def _summed(codes, signs, new_codes, new_signs):
+    """(codes, net sign) of two sorted signed code lists merged, the signs of equal codes summed (the
+    new list may repeat a code); codes whose signs cancel are kept with 0."""
+    n, m = len(codes), len(new_codes)
+    out, net = np.empty(n + m, np.int64), np.empty(n + m, np.int8)
+    i = j = w = 0
+    while i < n or j < m:
+        c = codes[i] if j >= m or (i < n and codes[i] <= new_codes[j]) else new_codes[j]
+        total = 0
+        while i < n and codes[i] == c:
+            total += signs[i]
+            i += 1
+        while j < m and new_codes[j] == c:
+            total += new_signs[j]
+            j += 1
+        out[w], net[w] = c, total
+        w += 1
+    return out[:w], net[:w]
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:

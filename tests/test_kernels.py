@@ -169,3 +169,44 @@ def test_locate_sorted_equals_searchsorted(values, queries, shared):
     at, found = locate_sorted(values, queries)
     assert np.array_equal(at, np.searchsorted(values, queries))
     assert np.array_equal(found, np.isin(queries, values))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 300), st.booleans(), max_size=120),
+    st.dictionaries(st.integers(0, 300), st.booleans(), max_size=120),
+)
+def test_overriding_merge_equals_a_dict_update(old, new):
+    """The versioned index's edge-set merge (and its compaction): new flags win, all codes sorted."""
+    from implementations.versioned_index import _overridden
+
+    def arrays(d):
+        keys = sorted(d)
+        return np.array(keys, np.int64), np.array([d[k] for k in keys], np.bool_)
+
+    codes, flags = _overridden(*arrays(old), *arrays(new))
+    want = {**old, **new}
+    assert codes.tolist() == sorted(want) and flags.tolist() == [want[k] for k in sorted(want)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 300), st.sampled_from([-1, 1]), max_size=120),
+    st.lists(st.tuples(st.integers(0, 300), st.sampled_from([-1, 1])), max_size=120),
+)
+def test_signed_merge_sums_the_signs_of_equal_codes(history, batch):
+    """The overlay's merge of its changes so far (sorted, unique) with a batch's (sorted, repeats allowed)."""
+    from implementations.versioned_index import _summed
+
+    old = sorted(history)
+    batch = sorted(batch)
+    codes, net = _summed(
+        np.array(old, np.int64),
+        np.array([history[k] for k in old], np.int8),
+        np.array([c for c, _ in batch], np.int64),
+        np.array([s for _, s in batch], np.int8),
+    )
+    want: dict[int, int] = dict(history)
+    for c, s in batch:
+        want[c] = want.get(c, 0) + s
+    assert codes.tolist() == sorted(want) and net.tolist() == [want[k] for k in sorted(want)]
