@@ -353,12 +353,13 @@ def _patched(values, changes, sign, span, cands, src, n, out, dst, store, work):
     """`_narrow_part` for a list with a few changes: the base's intersection, then each change applied
     to it. Changes are net against the base: a removed value is in the base, an added one is not."""
     bs, be, cs, ce = span.base_start, span.base_end, span.change_start, span.change_end
-    hit = np.zeros(FEW_CHANGES, np.bool_)  # read before the intersection, which may overwrite cands
+    hit = 0  # bit b - cs: change b is a candidate; read before the intersection may overwrite cands
     for b in range(cs, ce):
-        hit[b - cs] = contains(cands, src, src + n, changes[b])
+        if contains(cands, src, src + n, changes[b]):
+            hit |= 1 << (b - cs)
     w = intersect(cands, src, src + n, values, bs, be, out, dst, store, work)
     for b in range(cs, ce):
-        if not hit[b - cs]:
+        if not hit & (1 << (b - cs)):
             continue
         c = changes[b]
         if not store:
