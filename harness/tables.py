@@ -368,6 +368,8 @@ def delta_rows(records: list[dict]) -> list[dict]:
     for (dataset, query, semantics, size), bs in sorted(groups.items()):
         secs = sorted(b["seconds"] for b in bs)
         ratios = sorted(b["recompute_over_update"] for b in bs if b.get("recompute_over_update"))
+        applied = [b["applied"] for b in bs if b.get("applied")]  # the versioned index's own report
+        compactions = [a.get("compaction_s", 0.0) for a in applied if a.get("compacted")]
         rows.append(
             {
                 "dataset": dataset,
@@ -381,6 +383,9 @@ def delta_rows(records: list[dict]) -> list[dict]:
                 "output_changes": sum(b["output_changes"] for b in bs) / len(bs),
                 "recompute_s": statistics.median([b["recompute_s"] for b in bs]) if ratios else None,
                 "recompute_ratio": statistics.median(ratios) if ratios else None,
+                "update_s": statistics.median(a["update_s"] for a in applied) if applied else None,
+                "compactions": len(compactions),
+                "compaction_s": max(compactions, default=None),
                 "agree": sum(1 for b in bs if b["agrees"]),
                 "checked": sum(1 for b in bs if b["agrees"] is not None),
             }
@@ -389,7 +394,8 @@ def delta_rows(records: list[dict]) -> list[dict]:
 
 
 def delta_table(records: list[dict], title: str) -> Table | None:
-    """Delta throughput by batch size (the paper's Figure 6), beside the recompute it saves."""
+    """Delta throughput by batch size (the paper's Figure 6), beside the recompute it saves; the index
+    update's median time per batch (slowest worker) and the compactions among those batches."""
     rows = delta_rows(records)
     if not rows:
         return None
@@ -404,6 +410,8 @@ def delta_table(records: list[dict], title: str) -> Table | None:
         "updates/s",
         "output changes/s",
         "changes / batch",
+        "index update s",
+        "compactions (slowest s)",
         "recompute s",
         "recompute / update",
         "recounts agree",
@@ -420,6 +428,8 @@ def delta_table(records: list[dict], title: str) -> Table | None:
             f"{x['updates_per_s']:,.0f}",
             f"{x['changes_per_s']:,.0f}",
             f"{x['output_changes']:,.0f}",
+            f"{x['update_s']:.3f}" if x["update_s"] is not None else "-",
+            f"{x['compactions']} ({x['compaction_s']:.2f})" if x["compactions"] else "0",
             f"{x['recompute_s']:.1f}" if x["recompute_s"] else "-",
             f"{x['recompute_ratio']:.1f}x" if x["recompute_ratio"] else "-",
             f"{x['agree']} / {x['batches']}",

@@ -94,6 +94,11 @@ def test_awkward_batches_with_changed_matches(spark, semantics):
     # On a graph this small the overlay soon passes 5% of the base: later batches run on compacted bases.
     compacted = [bool(o.applied["compacted"]) for o in outcomes]
     assert not compacted[0] and any(compacted[1:])
+    # Each batch reports its compaction's time, within its index update's: none without a compaction.
+    assert all(
+        (o.applied["compaction_s"] > 0) == c and o.applied["compaction_s"] <= o.applied["update_s"]
+        for o, c in zip(outcomes, compacted)
+    )
     if semantics == "undirected":
         # triangle 5-6-7 from three updates of one batch, counted once; 5-8 came and went, 1-2 went and
         # came back; two edges of 0-1-4 went at once; 2-3 and 0-1 kept one direction throughout
