@@ -5,7 +5,8 @@
 EDGES.parquet is a canonical graph (src, dst), e.g. `$HARNESS_STORE/graphs/<key>/edges.parquet` of
 rmat-18 once a bench has cached it. Loads 90% of the edges (seed 1), applies batches of the given sizes
 (80% insertions of held-back edges, 20% deletions of loaded ones) through `DeltaBiGJoin.in_process`,
-both workers' tasks one after the other (the work of a batch without Spark's fixed cost), then counts
+both workers' tasks one after the other (the work of a batch without Spark's fixed cost), printing
+each batch's index update and compaction time (slowest worker) and the overlay's size, then counts
 the whole query through the versioned index twice, over base ⊕ overlay and after compacting it, and
 prints the kernel time per proposal of each (the overlay path against the plain path)."""
 
@@ -24,6 +25,14 @@ from implementations.delta_bigjoin import DeltaBiGJoin
 from implementations.warm import update_batch
 
 
+def warm_edges(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """A canonical graph's (src, dst) as int64, the kernels compiled first so that nothing timed compiles."""
+    table = pq.read_table(path)
+    src, dst = (table.column(c).to_numpy().astype(np.int64) for c in ("src", "dst"))
+    warm.warm_up()
+    return src, dst
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("edges")
@@ -31,9 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="10000,10000,100000")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
-    table = pq.read_table(args.edges)
-    src, dst = (table.column(c).to_numpy().astype(np.int64) for c in ("src", "dst"))
-    warm.warm_up()
+    src, dst = warm_edges(args.edges)
     rng = np.random.default_rng(1)
     held = rng.random(len(src)) < 0.1
     index = versioned_index.build_locally(src[~held], dst[~held], True, args.workers, exchange.local_tokens(args.workers))
@@ -47,7 +54,11 @@ def main(argv: list[str] | None = None) -> None:
             started = time.perf_counter()
             out = delta.apply_updates(update_batch(src, dst, inserted, deleted))
             seconds = time.perf_counter() - started
-            print(f"batch {size}: {seconds:.3f} s, delta {out.delta}, proposals {out.counters['proposals']}")
+            applied, entries = out.applied, delta.index.describe()["overlay_entries"]
+            print(
+                f"batch {size}: {seconds:.3f} s, delta {out.delta}, proposals {out.counters['proposals']}, "
+                f"update {applied['update_s']:.4f} s, compaction {applied['compaction_s']:.4f} s, overlay entries {entries}"
+            )
         _full_count(delta, "overlay")
         delta.compact_ratio = -1.0  # the next (empty) batch folds the overlay into the base
         delta.apply_updates(update_batch(src, dst, np.zeros(0, np.int64), np.zeros(0, np.int64)))
