@@ -28,11 +28,12 @@ def on_loopback(master: str) -> bool:
     return is_local(master) or master.split("://", 1)[-1].split(":", 1)[0] in ("127.0.0.1", "localhost")
 
 
-def get_session(master: str | None = None, workers: int = 2):
+def get_session(master: str | None = None, workers: int = 2, executor_conf: dict[str, str] | None = None):
     """Create (once) and return the process-wide SparkSession.
 
     `workers` is the number of logical workers: the partition count of every exchange. It can be
-    changed later per run with `set_workers` because it is a runtime SQL setting.
+    changed later per run with `set_workers` because it is a runtime SQL setting. `executor_conf`
+    overrides the executors' settings (a memory cap's, memory_cap.executor_conf).
     """
     global _session
     if _session is not None:
@@ -106,6 +107,8 @@ def get_session(master: str | None = None, workers: int = 2):
             .config("spark.executorEnv.NUMBA_CACHE_DIR", numba_cache)
             .config("spark.executorEnv.HARNESS_STORE", str(store.root()))
         )
+    for key, value in (executor_conf or {}).items():
+        builder = builder.config(key, value)
     # The driver's kernels compile (or load) while the JVM starts; the workers start after, so a
     # local daemon loads them from the cache instead of compiling them a second time beside it.
     with ThreadPoolExecutor(1, thread_name_prefix="warm-up") as pool:
@@ -114,6 +117,7 @@ def get_session(master: str | None = None, workers: int = 2):
         _session.sparkContext.setLogLevel("ERROR")
         try:
             warming.result()  # re-raises what the warm-up raised
+            _warm_dataflow()
         except BaseException:
             stop_session()
             raise
@@ -121,14 +125,27 @@ def get_session(master: str | None = None, workers: int = 2):
     return _session
 
 
-def _warm_driver() -> None:
-    """The kernels the driver runs (local-gj, and the index build that the dataflow's warm-up
-    exercises); not `warm.warm_up`, whose redirect of stdout would take the whole process's while the
-    session starts, and whose one-level engine runs only in workers."""
-    from implementations.warm import warm_dataflow, warm_local_gj
+_warmed: set[str] = set()  # what this process has warmed: once is enough, whatever sessions follow
 
-    warm_local_gj()
-    warm_dataflow()
+
+def _warm_driver() -> None:
+    """The kernels the driver runs (local-gj); not `warm.warm_up`, whose redirect of stdout would take
+    the whole process's while the session starts, and whose one-level engine runs only in workers."""
+    from implementations.warm import warm_local_gj
+
+    if "local-gj" not in _warmed:
+        warm_local_gj()
+        _warmed.add("local-gj")
+
+
+def _warm_dataflow() -> None:
+    """The index build that the dataflow's warm-up exercises. After the context exists: its tasks run
+    in process under a TaskContext, which a SparkContext being created would take for a worker's."""
+    from implementations.warm import warm_dataflow
+
+    if "dataflow" not in _warmed:
+        warm_dataflow()
+        _warmed.add("dataflow")
 
 
 def _import_worker_modules(probe: str | None):
