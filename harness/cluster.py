@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import check_java
+from . import check_java, memory_cap
 from .errors import DataError, ExecutionError
 from .results import write_json_atomic
 
@@ -49,6 +49,8 @@ class Cluster:
     worker_pids: list[int] = field(default_factory=list)
     worker_hosts: list[str] = field(default_factory=list)
     store: str | None = None  # the isolated cluster's shared store
+    cap_bytes: int | None = None  # each worker's executor tree capped at this (memory_cap)
+    cgroups: list[str] = field(default_factory=list)  # the capped workers' cgroups, by worker
 
     @property
     def url(self) -> str:
@@ -61,6 +63,9 @@ class Cluster:
     @property
     def pids(self) -> list[int]:
         return [*self.worker_pids, self.master_pid]
+
+    def caps(self) -> list[memory_cap.Cgroup]:
+        return [memory_cap.Cgroup.at(path) for path in self.cgroups]
 
     def state(self) -> dict:
         """The master's view: its status and its workers (GET /json/)."""
@@ -110,7 +115,7 @@ def _port_free(port: int) -> bool:
         return s.connect_ex((HOST, port)) != 0
 
 
-def daemon_env(directory: Path, host: str = HOST) -> dict:
+def daemon_env(directory: Path, host: str = HOST, java_home: Path | None = None) -> dict:
     """The environment of a Spark daemon started from the pyspark package: bound to `host`, in the
     foreground, logging under `directory`, and not pointed at any SPARK_MASTER of the caller's."""
     env = dict(
@@ -120,12 +125,20 @@ def daemon_env(directory: Path, host: str = HOST) -> dict:
         SPARK_LOG_DIR=str(directory / "logs"),
         SPARK_NO_DAEMONIZE="1",
     )
+    if java_home is not None:  # a capped worker's: its executors start in the worker's cgroup
+        env["JAVA_HOME"] = str(java_home)
     env.pop("SPARK_MASTER", None)
     return env
 
 
 def _spawn(
-    directory: Path, name: str, args: list[str], host: str = HOST, private: Path | None = None, shared: Sequence[Path] = ()
+    directory: Path,
+    name: str,
+    args: list[str],
+    host: str = HOST,
+    private: Path | None = None,
+    shared: Sequence[Path] = (),
+    java_home: Path | None = None,
 ) -> int:
     """Start a Spark daemon; with `private`, in its own mount namespace (see `_isolating_script`)."""
     command = [str(spark_home() / "bin" / "spark-class"), *args]
@@ -146,7 +159,7 @@ def _spawn(
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=daemon_env(directory, host),
+            env=daemon_env(directory, host, java_home),
             start_new_session=True,
         )
     return proc.pid
@@ -203,10 +216,12 @@ def up(
     timeout_s: float = 60.0,
     isolated: bool = False,
     store: Path | None = None,
+    cap_bytes: int | None = None,
 ) -> Cluster:
     """Start a master and `workers` workers (each offering `cores` cores and `memory`) and wait until
-    the master lists every worker ALIVE. Isolated: each worker a host of its own sharing only `store`."""
-    msg = check_java.problem()
+    the master lists every worker ALIVE. Isolated: each worker a host of its own sharing only `store`.
+    Capped: each worker's executor and its Python workers in a memory cgroup of `cap_bytes`."""
+    msg = check_java.problem() or (memory_cap.problem() if cap_bytes is not None else None)
     if msg:
         raise ExecutionError(msg)
     running = load(directory)
@@ -229,7 +244,7 @@ def up(
         "master",
         ["org.apache.spark.deploy.master.Master", "--host", HOST, "--port", str(port), "--webui-port", str(webui_port)],
     )
-    cluster = Cluster(str(directory), port, webui_port, master_pid, store=str(store) if isolated else None)
+    cluster = Cluster(str(directory), port, webui_port, master_pid, store=str(store) if isolated else None, cap_bytes=cap_bytes)
     _save(cluster)
     try:
         wait_until("cluster: master", lambda: cluster.state().get("status") == "ALIVE", timeout_s, directory / "logs")
@@ -239,6 +254,7 @@ def up(
             work = Path("/tmp/spark-work") if isolated else directory / "work" / f"worker-{i}"
             if not isolated:
                 work.mkdir(parents=True, exist_ok=True)
+            java_home = _capped_java(cluster, i) if cap_bytes is not None else None
             cluster.worker_pids.append(
                 _spawn(
                     directory,
@@ -260,6 +276,7 @@ def up(
                     host,
                     private,
                     shared,
+                    java_home,
                 )
             )
             cluster.worker_hosts.append(host)
@@ -270,6 +287,15 @@ def up(
         down(directory)
         raise
     return cluster
+
+
+def _capped_java(cluster: Cluster, i: int) -> Path:
+    """Worker i's cgroup (named after the master's port, unique on this machine) and its JAVA_HOME."""
+    assert cluster.cap_bytes is not None
+    group = memory_cap.Cgroup.create(f"harness-{cluster.port}-w{i}", cluster.cap_bytes)
+    cluster.cgroups.append(group.path)
+    _save(cluster)
+    return memory_cap.java_wrapper(Path(cluster.directory) / "java" / f"w{i}", group)
 
 
 def _shared_paths(store: Path) -> list[Path]:
@@ -337,6 +363,8 @@ def down(directory: Path = DEFAULT_DIR, timeout_s: float = 20.0) -> list[int]:
         with contextlib.suppress(psutil.Error):
             proc.kill()
     psutil.wait_procs(still, timeout=5)
+    for group in cluster.caps():
+        group.remove()
     _state_file(directory).unlink(missing_ok=True)
     return [p.pid for p in procs]
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from .tables import communication, fmt_bytes, fmt_int
 
 FINISHED = ("OK", "UNVERIFIED")
-_STATUS_ORDER = ("VAL", "EXE", "DAT", "TIM", "UNVERIFIED", "OK")  # a case's worst trial names its status
+_STATUS_ORDER = ("VAL", "EXE", "DAT", "MEM", "TIM", "UNVERIFIED", "OK")  # a case's worst trial names its status
 
 
 @dataclass

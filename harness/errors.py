@@ -19,5 +19,11 @@ class RunTimeout(HarnessError):
     status = "TIM"
 
 
+class MemoryCapExceeded(HarnessError):
+    """A worker went over the run's memory cap (`memory_per_worker`)."""
+
+    status = "MEM"
+
+
 class ExecutionError(HarnessError):
     status = "EXE"

@@ -4,9 +4,12 @@ command line's flags and their help text come from the same declarations."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 from .errors import DataError
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
 
 class Param(NamedTuple):
@@ -42,3 +45,21 @@ def resolve(declared: tuple[Param, ...], given: dict, owner: str) -> dict[str, A
             known = ", ".join(sorted(by_name)) or "none"
             raise DataError(f"params.{key}: unknown parameter for {owner} (it reads: {known})")
     return {p.name: p.check(given.get(p.name), owner) for p in declared}
+
+
+def parse_size(text: str, key: str = "--memory-budget") -> int:
+    """Bytes from '512m', '1g', '1.5GiB' or a plain number of bytes."""
+    found = _SIZE.match(str(text))
+    if not found:
+        raise DataError(f"{key}: '{text}' is not a size (e.g. 512m, 2g or a number of bytes)")
+    number, unit = found.groups()
+    return int(float(number) * 1024 ** "bkmgt".index((unit or "b").lower()))
+
+
+def human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(n)

@@ -16,7 +16,7 @@ from pathlib import Path
 SCHEMA_VERSION = 1
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "results"
-STATUSES = ("OK", "UNVERIFIED", "VAL", "TIM", "EXE", "DAT")
+STATUSES = ("OK", "UNVERIFIED", "VAL", "TIM", "MEM", "EXE", "DAT")
 
 
 def passes(record: dict) -> bool:

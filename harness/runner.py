@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import datasets, dynamic, history, recompute, results, store, updates
+from . import datasets, dynamic, history, memory_cap, recompute, results, store, updates
 from . import spark as spark_factory
-from .errors import DataError, ExecutionError, HarnessError, RunTimeout
+from .capped_cluster import POLL_S, CappedWorkers
+from .errors import DataError, ExecutionError, HarnessError, MemoryCapExceeded, RunTimeout
 from .memory import MemorySampler
 from .metrics import SparkCounters
 from .oracles import Pattern
-from .params import Param, resolve
+from .params import Param, human, resolve
 from .query import JoinSpec, Query, load_query, make_join_spec
 from .spark_floor import floor_seconds
 from .verify import ORACLE_CHOICES
@@ -42,6 +43,14 @@ RUN_PARAMS = (
         None,
         "with updates: also time a fresh run of this implementation on every state "
         "(the recompute an update saves; its count is agreement, not verification)",
+    ),
+    Param(
+        "memory_per_worker",
+        str,
+        None,
+        "cap each worker's memory (its executor JVM and Python workers together) at SIZE, e.g. 2g, "
+        "enforced by a cgroup (root); the run goes to W capped worker processes the harness starts, "
+        "and a run that exceeds the cap ends MEM",
     ),
 )
 
@@ -165,13 +174,36 @@ class Runner:
         self._arrangements: dict[tuple[str, str, str], dict] = {}  # indices built per graph, shared by runs
         self._oracle_answers: dict = {}  # an oracle's answer on a graph serves every implementation run on it
         self.live: dict = {}  # the current run's phase and progress, for a live display (`live_status`)
+        self._capped: CappedWorkers | None = None  # the session's capped workers, while runs ask for a cap
 
     @property
     def spark(self):
         if self._spark is None:
-            self._spark = spark_factory.get_session(self.master, self.initial_workers)
+            if self._capped is not None:
+                self._spark = self._capped.session()
+            else:
+                self._spark = spark_factory.get_session(self.master, self.initial_workers)
             self._counters = SparkCounters(self._spark)
         return self._spark
+
+    def _use_cap(self, cap: int | None, workers: int) -> None:
+        """Move to the session a run's cap needs: W capped workers of its own, or the usual master."""
+        current = None if self._capped is None else (self._capped.cap, self._capped.workers)
+        if current == (None if cap is None else (cap, workers)):
+            return
+        self.close()
+        if cap is not None:
+            self._capped = CappedWorkers(cap, workers)
+
+    def close(self) -> None:
+        """Stop the session and any capped workers; the graphs loaded in it go with it."""
+        if self._spark is not None:
+            spark_factory.stop_session()
+        if self._capped is not None:
+            self._capped.stop()
+        self._spark, self._counters, self._capped = None, None, None
+        self._graphs.clear()
+        self._arrangements.clear()
 
     @property
     def counters(self) -> SparkCounters:
@@ -220,6 +252,8 @@ class Runner:
         finally:
             if run.workdir is not None:
                 shutil.rmtree(run.workdir, ignore_errors=True)
+        if self._capped is not None:
+            self._cap_verdict(run)
         self._finish(run)
         self.live = {}
         return run.record
@@ -270,7 +304,49 @@ class Runner:
             "less_than": [list(p) for p in spec.less_than],
             "distinct": [list(p) for p in spec.distinct],
         }
+        self._use_cap(self._checked_cap(run_params["memory_per_worker"], impl_cls), req.workers)
         return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, datasets.resolve(req.dataset))
+
+    def _checked_cap(self, size: str | None, impl_cls) -> int | None:
+        """The cap in bytes, or a one-line refusal where it could not bind."""
+        if size is None:
+            return None
+        cap = memory_cap.parse_cap(size, "memory_per_worker")
+        if not spark_factory.is_local(spark_factory.resolve_master(self.master)):
+            raise DataError(
+                "memory_per_worker: the harness caps workers it starts itself on this machine; "
+                "run without --master/SPARK_MASTER, or give the cluster's workers their memory there"
+            )
+        if impl_cls.runs_in_driver:
+            raise DataError(f"memory_per_worker: {impl_cls.name} computes in the driver, which a per-worker cap does not bound")
+        problem = memory_cap.problem()
+        if problem:
+            raise DataError(problem)
+        return cap
+
+    def _cap_verdict(self, run: _Run) -> None:
+        """MEM if a capped worker lost a process to its cap, or an executor's heap ran out; and each
+        worker's peak beside the cap, whatever the status."""
+        capped, record = self._capped, run.record
+        assert capped is not None
+        hit = capped.hit() or capped.start_hit
+        phase = "start-up" if capped.start_hit else self.live.get("phase", "start-up")
+        text = f"{record.get('error')}\n{record.get('traceback')}"
+        if hit is not None or "OutOfMemoryError" in text:
+            record["status"] = "MEM"
+            heap = f"an executor's heap (-Xmx {human(memory_cap.heap_bytes(capped.cap))}) ran out"
+            record["error"] = f"{hit.describe(capped.cap) if hit else heap} in {phase}"
+            record["memory_cap_hit"] = {
+                "worker": hit.worker if hit else None,
+                "killed": hit.killed if hit else [],
+                "phase": phase,
+            }
+        record["metrics"]["memory_cap"] = {
+            "cap_bytes": capped.cap,
+            "heap_bytes": memory_cap.heap_bytes(capped.cap),
+            "peak_per_worker_bytes": capped.peaks(),
+            "enforced_by": "memory cgroup per worker (executor JVM + Python workers)",
+        }
 
     def _load(self, run: _Run, plan: _Plan) -> _Loaded:
         """Start Spark (reported apart, outside wall_s), load the graph, the driver's edge arrays and the
@@ -284,6 +360,8 @@ class Runner:
             metrics["session_start_s"] = round(time.perf_counter() - session_start, 4)
             run.started = time.perf_counter()
         spark = self.spark
+        if self._capped is not None:
+            self._capped.begin()
         spark_factory.set_workers(spark, req.workers)
         record["spark"] = {
             "master": spark.sparkContext.master,
@@ -467,14 +545,17 @@ class Runner:
         thread = InheritableThread(target=target, daemon=True)
         start = time.perf_counter()
         thread.start()
-        thread.join(None if deadline is None else max(0.0, deadline - time.perf_counter()))
-        if thread.is_alive():
+        hit = self._join(thread, deadline)
+        if thread.is_alive() or hit is not None:
             timed_out_s = time.perf_counter() - start
             self.counters.cancel(group)
             if cancelled is not None:
                 cancelled.set()
             thread.join(60)
             still = "; its work is still running" if thread.is_alive() else ""
+            if hit is not None:
+                assert self._capped is not None
+                raise MemoryCapExceeded(f"{hit.describe(self._capped.cap)} in {group.rsplit(':', 1)[1]}{still}")
             raise RunTimeout(f"timed out after {timed_out_s:.1f} s in {group.rsplit(':', 1)[1]}{still}")
         if "error" in box:
             exc = box["error"]
@@ -482,6 +563,18 @@ class Runner:
                 raise exc
             raise ExecutionError(f"{type(exc).__name__}: {_first_line(exc)}") from exc
         return time.perf_counter() - start, box.get("value")
+
+    def _join(self, thread: threading.Thread, deadline: float | None):
+        """Wait for thread until the deadline; capped, stop early at a worker's first kill (its CapHit)."""
+        if self._capped is None:
+            thread.join(None if deadline is None else max(0.0, deadline - time.perf_counter()))
+            return None
+        while thread.is_alive() and (deadline is None or time.perf_counter() < deadline):
+            hit = self._capped.hit()
+            if hit is not None:
+                return hit
+            thread.join(POLL_S if deadline is None else min(POLL_S, max(0.0, deadline - time.perf_counter())))
+        return None
 
 
 def time_breakdown(metrics: dict, python_task_s: dict | None = None) -> dict:

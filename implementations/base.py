@@ -78,6 +78,7 @@ class Implementation(ABC):
     # Computes on the driver from ctx.graph.edge_arrays(): the harness reads them before prepare() and
     # reports that as driver_load_s, so index_s holds only the implementation's own work.
     driver_edges: bool = False
+    runs_in_driver: bool = False  # counts in the driver's process, which a per-worker memory cap does not bound
     # The most edges it accepts (a toy for tiny graphs); prepare() refuses more, compare skips larger graphs.
     max_edges: int | None = None
     # The parameters it reads from ctx.params: anything else given is a DataError, and the CLI's flags

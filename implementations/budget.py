@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.errors import DataError
+from harness.params import human, parse_size
 
 INT = 4  # bytes of an int32
 MIN_BUDGET = 16 << 20
@@ -22,25 +22,6 @@ MAX_BUDGET = 4 << 30
 # The share of a worker's memory the default budget takes: in-flight data is also copied into the
 # outgoing blobs and through the JVM's Arrow buffers, and the index and the interpreter need the rest.
 WORKER_MEMORY_SHARE = 4
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
-
-
-def parse_size(text: str, key: str = "--memory-budget") -> int:
-    """Bytes from '512m', '1g', '1.5GiB' or a plain number of bytes."""
-    found = _SIZE.match(str(text))
-    if not found:
-        raise DataError(f"{key}: '{text}' is not a size (e.g. 512m, 2g or a number of bytes)")
-    number, unit = found.groups()
-    return int(float(number) * 1024 ** "bkmgt".index((unit or "b").lower()))
-
-
-def human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(n)
 
 
 @dataclass(frozen=True)

@@ -266,6 +266,7 @@ CHUNK_S = 0.25  # seconds per kernel call: the longest a timed-out run keeps goi
 class LocalGenericJoin(Implementation):
     name = "local-gj"
     driver_edges = True
+    runs_in_driver = True
     description = "native single-threaded Generic Join (numba) on the driver: the COST baseline"
 
     def prepare(self) -> None:

@@ -31,6 +31,7 @@ class Check(NamedTuple):
 class NestedLoop(Implementation):
     name = "nested-loop"
     description = f"toy: a plain nested loop over the vertices on the driver (graphs of up to {MAX_EDGES:,} edges)"
+    runs_in_driver = True
     driver_edges = True  # the harness reads ctx.graph.edge_arrays() before prepare(), as driver_load_s
     max_edges = MAX_EDGES
 

@@ -1,0 +1,174 @@
+"""The workers a capped run runs on: W Spark standalone workers on this machine, one core each, each
+with its executor and Python workers in a memory cgroup of the cap (memory_cap), started by the
+harness when a run asks for `memory_per_worker` and stopped when it is done with them (or at exit).
+They see the same files as the driver (the store included); what they do not share is memory."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from . import cluster, memory_cap, store
+from . import spark as spark_factory
+from .errors import ExecutionError, MemoryCapExceeded
+from .params import human
+
+START_S = 180.0  # a session on capped workers that has not started by then will not
+POLL_S = 0.25  # how often a capped run looks for a worker's kill
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((cluster.HOST, 0))
+        return s.getsockname()[1]
+
+
+def _free_block(size: int) -> int:
+    for _ in range(50):
+        first = _free_port()
+        if first + size < 65535 and all(cluster._port_free(first + i) for i in range(size)):
+            return first
+    raise OSError("no block of free ports on the loopback")
+
+
+@dataclass
+class CapHit:
+    """Why a run stopped: the worker whose cgroup killed a process, and which processes went."""
+
+    worker: int
+    killed: list[str]
+
+    def describe(self, cap: int) -> str:
+        what = ", ".join(self.killed) or "a process"
+        return f"worker {self.worker} exceeded its memory cap of {human(cap)}: the kernel killed {what}"
+
+
+@dataclass
+class CappedWorkers:
+    cap: int
+    workers: int
+    handle: cluster.Cluster | None = None
+    _kills: list[int] = field(default_factory=list)
+    _members: list[dict[int, str]] = field(default_factory=list)
+    start_hit: CapHit | None = None  # the kill that stopped the session's start, if one did
+    _last_peaks: list[int] = field(default_factory=list)
+
+    def session(self):
+        """Start the workers and a Spark session on them. A kill while it starts is MEM; a session
+        not started in START_S (executors that cannot launch) is EXE, not a hang."""
+        url = self.start()
+        os.environ.setdefault(store.SETTING, str(store.root()))  # the workers see the driver's store
+        box: dict = {}
+
+        def open_session():
+            try:
+                box["spark"] = spark_factory.get_session(url, self.workers, self.executor_conf())
+            except BaseException as exc:  # re-raised below, in the caller's thread
+                box["error"] = exc
+
+        thread = threading.Thread(target=open_session, daemon=True)
+        thread.start()
+        hit, deadline = None, time.monotonic() + START_S
+        while thread.is_alive() and hit is None and time.monotonic() < deadline:
+            thread.join(POLL_S)
+            hit = self.hit()
+        if thread.is_alive():
+            logs = self.handle.directory if self.handle else "?"
+            self.stop()  # its executors gone, the start-up job fails and the thread ends
+            _cancel_jobs()
+            thread.join(60)
+            spark_factory.stop_session()
+            if hit is not None:
+                self.start_hit = hit
+                raise MemoryCapExceeded(f"{hit.describe(self.cap)} in start-up")
+            raise ExecutionError(f"capped workers: no Spark session after {START_S:.0f} s; executor logs under {logs}/work")
+        if "error" in box:
+            raise box["error"]
+        return box["spark"]
+
+    def start(self) -> str:
+        """Start the workers; returns the master's URL."""
+        directory = store.new_scratch("capped-workers")
+        self.handle = cluster.up(
+            directory,
+            workers=self.workers,
+            cores=1,
+            memory=f"{max(self.cap, memory_cap.heap_bytes(self.cap)) >> 20}m",  # room for Spark's heap floor
+            port=_free_port(),
+            webui_port=_free_block(self.workers + 1),
+            cap_bytes=self.cap,
+        )
+        atexit.register(self.stop)
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that atexit stops the workers
+        self.begin()  # a kill while the session starts is the first run's
+        return self.handle.url
+
+    def executor_conf(self) -> dict[str, str]:
+        # Executors load the kernels this checkout compiled (same machine), not a cache of their own.
+        return {**memory_cap.executor_conf(self.cap), "spark.executorEnv.NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR", "")}
+
+    def begin(self) -> None:
+        """A run starts: count kills from now and restart each worker's peak."""
+        self.start_hit = None
+        groups = self.handle.caps() if self.handle else []
+        self._kills = [g.oom_kills() for g in groups]
+        self._members = [self._named(g.pids()) for g in groups]
+        for g in groups:
+            g.reset_peak()
+
+    def hit(self) -> CapHit | None:
+        """The first worker whose cgroup has killed a process since `begin`, if any."""
+        for i, group in enumerate(self.handle.caps() if self.handle else []):
+            now, kills = set(group.pids()), group.oom_kills() - self._kills[i]
+            if kills > 0:
+                logged = [f"{_role(task)} (pid {pid})" for task, pid in memory_cap.logged_kills(group, kills)]
+                gone = sorted({name for pid, name in self._members[i].items() if pid not in now})
+                return CapHit(i, logged or gone)
+            self._members[i] = {pid: self._members[i].get(pid) or self._named([pid])[pid] for pid in now}
+        return None
+
+    def peaks(self) -> list[int]:
+        """Each worker's peak charged bytes since `begin` (as they were when stopped, once stopped)."""
+        return [g.peak() for g in self.handle.caps()] if self.handle else self._last_peaks
+
+    @staticmethod
+    def _named(pids: list[int]) -> dict[int, str]:
+        names = {}
+        for pid in pids:
+            try:
+                name = psutil.Process(pid).name()
+            except psutil.Error:
+                name = "a process"
+            names[pid] = _role(name)
+        return names
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self._last_peaks = self.peaks()
+            cluster.down(Path(self.handle.directory))
+            shutil.rmtree(self.handle.directory, ignore_errors=True)
+            self.handle = None
+
+
+def _role(command: str) -> str:
+    return "the executor JVM" if command == "java" else "a Python worker" if command.startswith("python") else command
+
+
+def _cancel_jobs() -> None:
+    """Cancel whatever the session being started is waiting for (its workers are gone)."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context  # the session factory has not returned it yet
+    if sc is not None:
+        sc.cancelAllJobs()

@@ -1,0 +1,102 @@
+"""A memory cap per worker (issue 39): enforced by a cgroup on worker processes the harness starts, a
+run that exceeds it ends MEM (not EXE, not a hang) with the worker, the process and the phase, and a
+cap large enough gives OK with the verified count. Refusals are one line, before Spark starts."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import memory_cap
+from harness.errors import DataError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def harness(*args, env=None, timeout=900):
+    env = dict(os.environ, COLUMNS="200", **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_a_cap_is_a_size_an_executor_can_start_in():
+    assert memory_cap.parse_cap("2g") == 2 << 30
+    with pytest.raises(DataError, match="memory_per_worker: 'lots' is not a size"):
+        memory_cap.parse_cap("lots", "memory_per_worker")
+    with pytest.raises(DataError, match="below the smallest cap"):
+        memory_cap.parse_cap("64m")
+    assert memory_cap.executor_conf(2 << 30)["spark.executor.memory"] == "819m"  # HEAP_SHARE of the cap
+    assert memory_cap.executor_conf(300 << 20)["spark.executor.memory"] == "512m"  # Spark's floor
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--impl", "local-gj"], "memory_per_worker: local-gj computes in the driver"),
+        (["--impl", "binary", "--master", "spark://127.0.0.1:1"], "memory_per_worker: the harness caps workers it starts"),
+    ],
+)
+def test_a_cap_that_could_not_bind_is_refused_in_one_line(tmp_path, args, message):
+    out = tmp_path / "r.json"
+    proc = harness(
+        "run", "--query", "triangle", "--dataset", "rmat-small", "--memory-per-worker", "1g", *args, "--json", str(out)
+    )
+    assert proc.returncode == 2
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and message in errors[0]
+    assert json.loads(out.read_text())["status"] == "DAT"
+
+
+needs_cgroup = pytest.mark.skipif(memory_cap.problem() is not None, reason="no writable memory cgroup (needs root)")
+
+
+def capped_bench(tmp_path, yaml_text: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run a workload; its records by (implementation, cap), and check that the workers are gone."""
+    workload = tmp_path / "capped.yaml"
+    workload.write_text(yaml_text)
+    proc = harness("bench", str(workload), "--results", str(tmp_path / "out"))
+    runs = [json.loads(p.read_text()) for p in sorted((tmp_path / "out").glob("*.json"))]
+    parent = memory_cap._parent()
+    assert parent is not None and not list(parent[0].glob("harness-*-w*"))  # every cgroup removed
+    return proc, {(r["implementation"], r["params"]["memory_per_worker"]): r for r in runs if "implementation" in r}
+
+
+def assert_mem(record: dict, cap: str, phases: tuple[str, ...]) -> None:
+    assert record["status"] == "MEM", (record["status"], record["error"])
+    assert f"exceeded its memory cap of {cap}" in record["error"] and record["count"] is None
+    assert record["memory_cap_hit"]["phase"] in phases and record["memory_cap_hit"]["killed"]
+
+
+@needs_cgroup
+def test_too_small_a_cap_ends_MEM_for_binary_and_shares(tmp_path):
+    proc, by = capped_bench(
+        tmp_path,
+        "queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary, shares]\nparams: {memory_per_worker: 300m}\n",
+    )
+    assert set(by) == {("binary", "300m"), ("shares", "300m")}, proc.stdout + proc.stderr
+    for record in by.values():
+        assert_mem(record, "300.0 MiB", ("start-up",))  # Spark's executor and a Python worker need more
+    assert proc.returncode != 0 and "MEM binary triangle on rmat-small: worker" in proc.stderr
+
+
+@needs_cgroup
+@pytest.mark.cluster
+def test_a_cap_is_hit_mid_query_and_a_large_one_gives_OK_with_the_same_count(tmp_path):
+    proc, by = capped_bench(
+        tmp_path,
+        "queries: [clique4]\ndatasets: [rmat-small]\nimplementations: [shares, binary]\n"
+        "params: {memory_per_worker: [512m, 3g]}\ntimeout_s: 300\n",
+    )
+    assert set(by) == {(i, c) for i in ("binary", "shares") for c in ("512m", "3g")}, proc.stdout + proc.stderr
+    assert_mem(by[("shares", "512m")], "512.0 MiB", ("index", "query"))  # its cells, in Python
+    for impl in ("binary", "shares"):
+        large = by[(impl, "3g")]
+        assert large["status"] == "OK" and large["verified"], (large["status"], large["error"])
+        cap = large["metrics"]["memory_cap"]
+        assert cap["cap_bytes"] == 3 << 30 and len(cap["peak_per_worker_bytes"]) == 2
+        assert 0 < max(cap["peak_per_worker_bytes"]) <= 3 << 30
+    assert by[("binary", "3g")]["count"] == by[("shares", "3g")]["count"]
