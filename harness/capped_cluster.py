@@ -20,7 +20,7 @@ import psutil
 
 from . import cluster, memory_cap, store
 from . import spark as spark_factory
-from .errors import ExecutionError, MemoryCapExceeded
+from .errors import DataError, ExecutionError, MemoryCapExceeded
 from .params import human
 
 START_S = 180.0  # a session on capped workers that has not started by then will not
@@ -53,11 +53,26 @@ class CapHit:
         return f"worker {self.worker} exceeded its memory cap of {human(cap)}: the kernel killed {what}"
 
 
+def attached(master: str, cap: int) -> CappedWorkers:
+    """The capped workers of the cluster `cluster up --memory-per-worker` started at `master`."""
+    state = cluster.load(cluster.state_dir())
+    if state is None or state.url != master:
+        raise DataError(
+            f"memory_per_worker: {master} is not a cluster this harness started with `cluster up "
+            f"--memory-per-worker`; elsewhere the cluster manager gives executors their memory"
+        )
+    if state.cap_bytes != cap:
+        have = human(state.cap_bytes) if state.cap_bytes else "nothing"
+        raise DataError(f"memory_per_worker: the cluster at {master} caps its workers at {have}, not {human(cap)}")
+    return CappedWorkers(cap, len(state.worker_pids), handle=state, owned=False)
+
+
 @dataclass
 class CappedWorkers:
     cap: int
     workers: int
     handle: cluster.Cluster | None = None
+    owned: bool = True  # started for these runs (and stopped after them), not a cluster the user started
     _kills: list[int] = field(default_factory=list)
     _members: list[dict[int, str]] = field(default_factory=list)
     start_hit: CapHit | None = None  # the kill that stopped the session's start, if one did
@@ -96,8 +111,16 @@ class CappedWorkers:
             raise box["error"]
         return box["spark"]
 
+    @property
+    def key(self) -> tuple:
+        """What a run's cap asks for: the same key, the same workers."""
+        return (self.cap, self.workers) if self.owned else (self.cap, self.handle.url if self.handle else None)
+
     def start(self) -> str:
-        """Start the workers; returns the master's URL."""
+        """Start the workers (a cluster the user started: already running); returns the master's URL."""
+        if not self.owned and self.handle is not None:
+            self.begin()
+            return self.handle.url
         directory = store.new_scratch("capped-workers")
         self.handle = cluster.up(
             directory,
@@ -154,8 +177,11 @@ class CappedWorkers:
         return names
 
     def stop(self) -> None:
-        if self.handle is not None:
-            self._last_peaks = self.peaks()
+        """Stop the workers this started (a cluster the user started stays up)."""
+        if self.handle is None:
+            return
+        self._last_peaks = self.peaks()
+        if self.owned:
             cluster.down(Path(self.handle.directory))
             shutil.rmtree(self.handle.directory, ignore_errors=True)
             self.handle = None

@@ -322,13 +322,31 @@ def cmd_history(args) -> int:
     return history.serve(directory, args.port, console.print)
 
 
+def _worker_cap(args) -> tuple[int | None, str]:
+    """(the cap in bytes, the memory each worker offers) of `cluster up`: a capped worker offers its
+    executor at least Spark's heap floor, and runs one executor (one core)."""
+    from . import memory_cap
+
+    if args.memory_per_worker is None:
+        return None, args.memory
+    cap = memory_cap.parse_cap(args.memory_per_worker)
+    if args.cores != 1:
+        raise DataError("cluster up: --memory-per-worker caps one executor per worker, so --cores must be 1")
+    return cap, f"{max(cap, memory_cap.heap_bytes(cap)) >> 20}m"
+
+
 def cmd_cluster(args) -> int:
     from . import cluster
 
-    directory = Path(args.dir) if args.dir else cluster.DEFAULT_DIR
+    directory = Path(args.dir) if args.dir else cluster.state_dir()
     if args.action == "up":
         isolated = not args.shared_tmp
-        c = cluster.up(directory, args.hosts, args.cores, args.memory, args.port, args.webui_port, isolated=isolated)
+        cap, memory = _worker_cap(args)
+        c = cluster.up(directory, args.hosts, args.cores, memory, args.port, args.webui_port, isolated=isolated, cap_bytes=cap)
+        if cap is not None:
+            console.print(
+                f"cluster: each worker's executor and its Python workers capped at {args.memory_per_worker} (a cgroup each)"
+            )
         if isolated:
             console.print(
                 f"cluster: master {c.url} (UI {c.webui}), {args.hosts} hosts ({', '.join(c.worker_hosts)}) x "
@@ -384,9 +402,12 @@ def _add_param_flags(parser: argparse.ArgumentParser) -> None:
     from .runner import RUN_PARAMS
 
     dynamic = [name for name, cls in REGISTRY.items() if cls.maintains_updates]
+    capped = [name for name, cls in REGISTRY.items() if not cls.runs_in_driver]
     for p in _declared_params():
         readers = (
-            dynamic if p in RUN_PARAMS else [name for name, cls in REGISTRY.items() if p.name in {q.name for q in cls.params}]
+            (capped if p.name == "memory_per_worker" else dynamic)
+            if p in RUN_PARAMS
+            else [name for name, cls in REGISTRY.items() if p.name in {q.name for q in cls.params}]
         )
         default = (
             "" if p.default is None else f"; default {p.default:,}" if isinstance(p.default, int) else f"; default {p.default}"
@@ -546,6 +567,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cl.add_argument("--cores", type=int, default=1, help="cores each worker offers")
     cl.add_argument("--memory", default="6g", help="memory each worker offers to executors")
+    cl.add_argument(
+        "--memory-per-worker",
+        default=None,
+        help="cap each worker's executor and its Python workers at SIZE (a cgroup each, root); runs then "
+        "pass the same --memory-per-worker (docs/memory-cap.md)",
+    )
     cl.add_argument("--port", type=int, default=7077)
     cl.add_argument("--webui-port", type=int, default=8080, help="the master's UI; workers use the next ports")
     cl.set_defaults(fn=cmd_cluster)

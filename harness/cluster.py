@@ -100,6 +100,11 @@ def _save(cluster: Cluster) -> None:
     write_json_atomic(_state_file(Path(cluster.directory)), asdict(cluster))
 
 
+def state_dir() -> Path:
+    """Where `cluster up` keeps its state unless told (--dir): HARNESS_CLUSTER_DIR, else .cluster/."""
+    return Path(os.environ.get("HARNESS_CLUSTER_DIR") or DEFAULT_DIR)
+
+
 def load(directory: Path = DEFAULT_DIR) -> Cluster | None:
     path = _state_file(directory)
     if not path.exists():
@@ -254,7 +259,7 @@ def up(
             work = Path("/tmp/spark-work") if isolated else directory / "work" / f"worker-{i}"
             if not isolated:
                 work.mkdir(parents=True, exist_ok=True)
-            java_home = _capped_java(cluster, i) if cap_bytes is not None else None
+            java_home = _capped_java(cluster, i, private) if cap_bytes is not None else None
             cluster.worker_pids.append(
                 _spawn(
                     directory,
@@ -289,12 +294,16 @@ def up(
     return cluster
 
 
-def _capped_java(cluster: Cluster, i: int) -> Path:
-    """Worker i's cgroup (named after the master's port, unique on this machine) and its JAVA_HOME."""
+def _capped_java(cluster: Cluster, i: int, private: Path | None) -> Path:
+    """Worker i's cgroup (named after the master's port, unique on this machine) and its JAVA_HOME,
+    as the worker sees it: an isolated host's is in its private /tmp."""
     assert cluster.cap_bytes is not None
     group = memory_cap.Cgroup.create(f"harness-{cluster.port}-w{i}", cluster.cap_bytes)
     cluster.cgroups.append(group.path)
     _save(cluster)
+    if private is not None:
+        memory_cap.java_wrapper(private / "tmp" / "harness-java", group)
+        return Path("/tmp/harness-java")
     return memory_cap.java_wrapper(Path(cluster.directory) / "java" / f"w{i}", group)
 
 

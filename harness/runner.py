@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import datasets, dynamic, history, memory_cap, recompute, results, store, updates
+from . import capped_cluster, datasets, dynamic, history, memory_cap, recompute, results, store, updates
 from . import spark as spark_factory
 from .capped_cluster import POLL_S, CappedWorkers
 from .errors import DataError, ExecutionError, HarnessError, MemoryCapExceeded, RunTimeout
@@ -186,14 +186,12 @@ class Runner:
             self._counters = SparkCounters(self._spark)
         return self._spark
 
-    def _use_cap(self, cap: int | None, workers: int) -> None:
-        """Move to the session a run's cap needs: W capped workers of its own, or the usual master."""
-        current = None if self._capped is None else (self._capped.cap, self._capped.workers)
-        if current == (None if cap is None else (cap, workers)):
+    def _use_cap(self, wanted: CappedWorkers | None) -> None:
+        """Move to the session a run's cap needs (its capped workers), or the usual one."""
+        if (None if self._capped is None else self._capped.key) == (None if wanted is None else wanted.key):
             return
         self.close()
-        if cap is not None:
-            self._capped = CappedWorkers(cap, workers)
+        self._capped = wanted
 
     def close(self) -> None:
         """Stop the session and any capped workers; the graphs loaded in it go with it."""
@@ -304,25 +302,24 @@ class Runner:
             "less_than": [list(p) for p in spec.less_than],
             "distinct": [list(p) for p in spec.distinct],
         }
-        self._use_cap(self._checked_cap(run_params["memory_per_worker"], impl_cls), req.workers)
+        self._use_cap(self._capped_workers(run_params["memory_per_worker"], impl_cls, req.workers))
         return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, datasets.resolve(req.dataset))
 
-    def _checked_cap(self, size: str | None, impl_cls) -> int | None:
-        """The cap in bytes, or a one-line refusal where it could not bind."""
+    def _capped_workers(self, size: str | None, impl_cls, workers: int) -> CappedWorkers | None:
+        """The capped workers a run asks for: W of its own in local mode, or those of the capped
+        cluster it names; a one-line refusal where a cap could not bind."""
         if size is None:
             return None
         cap = memory_cap.parse_cap(size, "memory_per_worker")
-        if not spark_factory.is_local(spark_factory.resolve_master(self.master)):
-            raise DataError(
-                "memory_per_worker: the harness caps workers it starts itself on this machine; "
-                "run without --master/SPARK_MASTER, or give the cluster's workers their memory there"
-            )
         if impl_cls.runs_in_driver:
             raise DataError(f"memory_per_worker: {impl_cls.name} computes in the driver, which a per-worker cap does not bound")
+        master = spark_factory.resolve_master(self.master)
+        if not spark_factory.is_local(master):
+            return capped_cluster.attached(master, cap)
         problem = memory_cap.problem()
         if problem:
             raise DataError(problem)
-        return cap
+        return CappedWorkers(cap, workers)
 
     def _cap_verdict(self, run: _Run) -> None:
         """MEM if a capped worker lost a process to its cap, or an executor's heap ran out; and each

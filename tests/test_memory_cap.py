@@ -37,7 +37,7 @@ def test_a_cap_is_a_size_an_executor_can_start_in():
     "args, message",
     [
         (["--impl", "local-gj"], "memory_per_worker: local-gj computes in the driver"),
-        (["--impl", "binary", "--master", "spark://127.0.0.1:1"], "memory_per_worker: the harness caps workers it starts"),
+        (["--impl", "binary", "--master", "spark://127.0.0.1:1"], "memory_per_worker: spark://127.0.0.1:1 is not a cluster this"),
     ],
 )
 def test_a_cap_that_could_not_bind_is_refused_in_one_line(tmp_path, args, message):
@@ -100,3 +100,33 @@ def test_a_cap_is_hit_mid_query_and_a_large_one_gives_OK_with_the_same_count(tmp
         assert cap["cap_bytes"] == 3 << 30 and len(cap["peak_per_worker_bytes"]) == 2
         assert 0 < max(cap["peak_per_worker_bytes"]) <= 3 << 30
     assert by[("binary", "3g")]["count"] == by[("shares", "3g")]["count"]
+
+
+@needs_cgroup
+@pytest.mark.cluster
+def test_a_capped_isolated_cluster_runs_capped_and_ends_MEM_there(tmp_path):
+    from harness import cluster as standalone
+
+    from .test_cluster import free_block, free_port
+
+    directory, store = tmp_path / "cluster", tmp_path / "store"
+    c = standalone.up(directory, 2, 1, "1g", free_port(), free_block(3), isolated=True, store=store, cap_bytes=512 << 20)
+    try:
+        env = {"HARNESS_STORE": str(store), "HARNESS_CLUSTER_DIR": str(directory)}  # run finds this cluster
+        args = ["--query", "clique4", "--dataset", "rmat-small", "--master", c.url]
+        runs = {}
+        for impl, cap in (("shares", "512m"), ("binary", "512m"), ("binary", "1g")):
+            out = tmp_path / f"{impl}-{cap}.json"
+            proc = harness("run", *args, "--impl", impl, "--memory-per-worker", cap, "--json", str(out), env=env)
+            runs[(impl, cap)] = (proc, json.loads(out.read_text()))
+    finally:
+        standalone.down(directory)
+    assert_mem(runs[("shares", "512m")][1], "512.0 MiB", ("index", "query"))
+    binary = runs[("binary", "512m")][1]
+    assert binary["status"] == "OK" and binary["verified"] and binary["spark"]["master"] == c.url
+    assert len(binary["metrics"]["memory_cap"]["peak_per_worker_bytes"]) == 2
+    refused, record = runs[("binary", "1g")]
+    assert (
+        refused.returncode == 2 and record["status"] == "DAT" and "caps its workers at 512.0 MiB, not 1.0 GiB" in record["error"]
+    )
+    assert not [g for g in c.cgroups if Path(g).exists()]
