@@ -1,7 +1,8 @@
 """Command line (`subgraph-harness`, or `python -m harness`): `run ...`, `bench WORKLOAD`, `baseline`, `gate`,
 `report`, `compare`, `history`, `datasets` and `cluster`.
 run and bench exit 0 only if every run is OK (UNVERIFIED too with --allow-unverified or the workload's
-allow_unverified, TIM too where the workload's expected_timeouts name the implementation), 2 otherwise
+allow_unverified, TIM or MEM too where the workload's expected_timeouts or expected_mem name the
+implementation), 2 otherwise
 (bad input included, with a one-line error); gate exits 0 on a pass, 1 on a regression and 2 on a
 failure; compare exits 0 when the counts of the systems that completed agree and a system outside the
 project agreed, 1 when they differ, 2 on bad input or when fewer than two completed, 3 when they agree
@@ -29,13 +30,14 @@ from rich.text import Text
 
 from . import plots
 from .errors import DataError, HarnessError
-from .results import RESULTS_DIR, new_run_id, passes, write_json_atomic
+from .results import RESULTS_DIR, expected_failure, new_run_id, passes, write_json_atomic
 from .tables import (
     balance_table,
     critical_path_table,
     delta_table,
     fmt_int,
     logical_table,
+    memory_grid_table,
     results_table,
     shares_table,
     summary_lines,
@@ -56,7 +58,7 @@ def _report_failures(records: list[dict]) -> None:
                 soft_wrap=True,
             )
         elif r["status"] != "OK":
-            expected = " (expected by the workload)" if r["status"] == "TIM" and r.get("timeout_expected") else ""
+            expected = " (expected by the workload)" if expected_failure(r) else ""
             errors.print(
                 f"[red]{r['status']}[/] {r['implementation']} {r['query'].get('name')} on {r['dataset'].get('name')}: "
                 f"{r.get('error') or 'count disagrees with an oracle'}{expected}",
@@ -120,7 +122,7 @@ def _checked_workload(name: str, tier: str | None, trials: int | None = None):
     wl = workloads.load(name, tier)
     if trials is not None:
         wl.trials = trials
-    for name in wl.expected_timeouts:
+    for name in [*wl.expected_timeouts, *wl.expected_mem]:
         implementations.get(name)  # a misspelt name would silently expect nothing
     for req in wl.requests():
         split_params(implementations.get(req.impl), req.params)
@@ -215,6 +217,7 @@ def _print_results(records: list[dict], title: str, wide: bool) -> None:
     for extra in (
         critical_path_table(records, "critical path, MPC model (busiest worker's tuples, summed over rounds)"),
         delta_table(records, "delta throughput by batch size (Figure 6)"),
+        memory_grid_table(records, "who finishes under a memory cap per worker (status, peak per worker)"),
     ):
         if extra is not None:
             console.print(extra)

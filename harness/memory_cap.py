@@ -173,6 +173,9 @@ def heap_bytes(cap: int) -> int:
     return max(MIN_HEAP, int(cap * HEAP_SHARE)) >> 20 << 20
 
 
+CAP_CONF = "spark.harness.memoryPerWorker"  # the cap in bytes, for what sizes itself from it (BiGJoin's budget)
+
+
 def executor_conf(cap: int) -> dict[str, str]:
     """Spark's settings for executors under a cap of `cap` bytes each."""
-    return {"spark.executor.memory": f"{heap_bytes(cap) >> 20}m", "spark.executor.cores": "1"}
+    return {"spark.executor.memory": f"{heap_bytes(cap) >> 20}m", "spark.executor.cores": "1", CAP_CONF: str(cap)}

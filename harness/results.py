@@ -21,13 +21,15 @@ STATUSES = ("OK", "UNVERIFIED", "VAL", "TIM", "MEM", "EXE", "DAT")
 
 def passes(record: dict) -> bool:
     """Whether a run lets `run`/`bench` exit 0: OK; UNVERIFIED only where the user allowed it
-    (allow_unverified); TIM only where the workload declared the timeout expected."""
+    (allow_unverified); TIM or MEM only where the workload declared it expected."""
     status = record.get("status")
-    return (
-        status == "OK"
-        or (status == "UNVERIFIED" and bool(record.get("allow_unverified")))
-        or (status == "TIM" and bool(record.get("timeout_expected")))
-    )
+    return status == "OK" or (status == "UNVERIFIED" and bool(record.get("allow_unverified"))) or expected_failure(record)
+
+
+def expected_failure(record: dict) -> bool:
+    """A TIM or a MEM the workload declared an expected result of this run."""
+    status = record.get("status")
+    return (status == "TIM" and bool(record.get("timeout_expected"))) or (status == "MEM" and bool(record.get("mem_expected")))
 
 
 def now_iso() -> str:

@@ -80,6 +80,7 @@ class RunRequest:
     trial: int = 0
     allow_unverified: bool = False  # the user accepts an UNVERIFIED result (exit code 0); still labelled so
     timeout_expected: bool = False  # the workload declares a TIM of this run an expected result
+    mem_expected: bool = False  # and a MEM (a memory cap too small for it: where it stops is the result)
     spark_floor: bool = False  # also time empty Spark jobs shaped like each phase's (time_breakdown.<phase>.spark_floor_s)
 
 
@@ -112,6 +113,7 @@ def _new_record(req: RunRequest) -> dict:
         "error": None,
         "allow_unverified": req.allow_unverified,
         "timeout_expected": req.timeout_expected,
+        "mem_expected": req.mem_expected,
         "count": None,
         "verified": False,
         "unverified_reason": None,

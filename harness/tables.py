@@ -447,3 +447,33 @@ def communication(record: dict) -> tuple[int, str] | None:
     if m.get("shuffle_records"):
         return m["shuffle_records"], "Spark shuffle records"
     return None
+
+
+def memory_grid(records: list[dict]) -> tuple[list[str], dict[tuple[str, str, int], dict[str, str]]]:
+    """(caps, largest first; {(case, implementation, W): {cap: cell}}) of the capped runs: each cell the
+    status and the largest worker's peak charge (`metrics.memory_cap`)."""
+    capped = [r for r in records if (r.get("params") or {}).get("memory_per_worker")]
+    sizes = {r["params"]["memory_per_worker"]: (r["metrics"].get("memory_cap") or {}).get("cap_bytes", 0) for r in capped}
+    caps = sorted(sizes, key=lambda c: -sizes[c])
+    grid: dict[tuple[str, str, int], dict[str, str]] = {}
+    for r in capped:
+        case = f"{r['query'].get('name')} on {r['dataset'].get('name')}"
+        peaks = (r["metrics"].get("memory_cap") or {}).get("peak_per_worker_bytes") or []
+        peak = f" {fmt_bytes(max(peaks))}" if peaks and r["status"] in ("OK", "UNVERIFIED", "VAL") else ""
+        grid.setdefault((case, r["implementation"], r["params"].get("workers", 2)), {})[r["params"]["memory_per_worker"]] = (
+            r["status"] + peak
+        )
+    return caps, grid
+
+
+def memory_grid_table(records: list[dict], title: str) -> Table | None:
+    """Who finishes under which memory cap per worker: OK (with the peak per worker), MEM or TIM."""
+    caps, grid = memory_grid(records)
+    if not grid:
+        return None
+    table = Table(title=title, box=box.SIMPLE)
+    for col in ("case", "implementation", "W", *caps):
+        table.add_column(col, justify="right" if col == "W" else "left")
+    for (case, impl, workers), cells in sorted(grid.items()):
+        table.add_row(case, impl, str(workers), *(cells.get(c, "-") for c in caps))
+    return table

@@ -34,6 +34,7 @@ _SCALAR_KEYS = {
     "allow_unverified",
     "expected_timeouts",
     "spark_floor",
+    "expected_mem",
 }
 _KEYS = _LIST_KEYS | _SCALAR_KEYS | {"tiers"}
 
@@ -63,6 +64,7 @@ class Workload:
     # Implementations whose TIM is an expected result, each with its own timeout (None: timeout_s).
     expected_timeouts: dict[str, float | None] = field(default_factory=dict)
     spark_floor: bool = False  # time empty Spark jobs shaped like each run's query (Spark's floor)
+    expected_mem: list[str] = field(default_factory=list)  # implementations whose MEM is an expected result
 
     def requests(self) -> list[RunRequest]:
         """Every run, datasets outermost so each graph is loaded once."""
@@ -90,6 +92,7 @@ class Workload:
                         trial=trial,
                         allow_unverified=self.allow_unverified,
                         timeout_expected=impl in self.expected_timeouts,
+                        mem_expected=impl in self.expected_mem,
                         spark_floor=self.spark_floor,
                     )
                 )
@@ -233,6 +236,7 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         allow_unverified=allow_unverified,
         expected_timeouts=expected_timeouts,
         spark_floor=spark_floor,
+        expected_mem=_as_list(data, "expected_mem", path, str, required=False),
     )
 
 

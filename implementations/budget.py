@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from harness.memory_cap import CAP_CONF
 from harness.params import human, parse_size
 
 INT = 4  # bytes of an int32
@@ -68,7 +69,9 @@ class Budget:
 def worker_memory(conf: dict, master: str, workers: int) -> tuple[int, str]:
     """(bytes, where from) of the memory Spark gives one worker: its executor's heap (the driver's, in
     local mode) over the tasks that executor runs at once, plus its share of the Python memory Spark
-    grants (spark.executor.pyspark.memory), if any."""
+    grants (spark.executor.pyspark.memory), if any. Under a memory cap per worker: the cap."""
+    if conf.get(CAP_CONF):
+        return int(conf[CAP_CONF]), f"memory_per_worker={human(int(conf[CAP_CONF]))}"
     local = master.startswith("local")
     heap_key = "spark.driver.memory" if local else "spark.executor.memory"
     heap = parse_size(conf.get(heap_key, "1g"), heap_key)

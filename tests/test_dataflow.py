@@ -199,6 +199,8 @@ def test_budget_sizes_and_the_default_rule():
     assert worker_memory(local, "local[*]", 1)[0] == 8 << 30
     cluster = {"spark.executor.memory": "2g", "spark.executor.cores": "1", "spark.executor.pyspark.memory": "1g"}
     assert worker_memory(cluster, "spark://127.0.0.1:7077", 4)[0] == 3 << 30
+    capped = {**cluster, "spark.harness.memoryPerWorker": str(2 << 30)}  # memory_cap.executor_conf's
+    assert worker_memory(capped, "spark://127.0.0.1:7077", 4) == (2 << 30, "memory_per_worker=2.0 GiB")
     assert default_budget(4 << 30, 100 << 20) == (1 << 30) - (100 << 20)
     assert default_budget(32 << 20, 0) == 16 << 20  # never below 16 MiB
     budget = Budget(1 << 20, None, 3, "test")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import memory_cap
+from harness import memory_cap, tables
 from harness.errors import DataError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,6 +31,31 @@ def test_a_cap_is_a_size_an_executor_can_start_in():
         memory_cap.parse_cap("64m")
     assert memory_cap.executor_conf(2 << 30)["spark.executor.memory"] == "819m"  # HEAP_SHARE of the cap
     assert memory_cap.executor_conf(300 << 20)["spark.executor.memory"] == "512m"  # Spark's floor
+
+
+def test_the_grid_has_a_row_per_implementation_and_W_and_a_column_per_cap_largest_first():
+    def record(impl, workers, cap, cap_bytes, status, peaks):
+        return {
+            "implementation": impl,
+            "status": status,
+            "params": {"workers": workers, "memory_per_worker": cap},
+            "query": {"name": "clique4"},
+            "dataset": {"name": "g"},
+            "metrics": {"memory_cap": {"cap_bytes": cap_bytes, "peak_per_worker_bytes": peaks}},
+        }
+
+    records = [
+        record("shares", 2, "1g", 1 << 30, "MEM", [1 << 30, 1 << 29]),
+        record("shares", 2, "4g", 4 << 30, "OK", [3 << 29, 1 << 30]),
+        record("bigjoin", 4, "1g", 1 << 30, "OK", [700 << 20, 1 << 29]),
+        {"implementation": "bigjoin", "status": "OK", "params": {"workers": 2}, "metrics": {}},  # not capped
+    ]
+    caps, grid = tables.memory_grid(records)
+    assert caps == ["4g", "1g"]
+    assert grid == {
+        ("clique4 on g", "shares", 2): {"1g": "MEM", "4g": "OK 1.5 GiB"},
+        ("clique4 on g", "bigjoin", 4): {"1g": "OK 700 MiB"},
+    }
 
 
 @pytest.mark.parametrize(
@@ -75,12 +100,16 @@ def assert_mem(record: dict, cap: str, phases: tuple[str, ...]) -> None:
 def test_too_small_a_cap_ends_MEM_for_binary_and_shares(tmp_path):
     proc, by = capped_bench(
         tmp_path,
-        "queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary, shares]\nparams: {memory_per_worker: 300m}\n",
+        "queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary, shares]\nparams: {memory_per_worker: 300m}\n"
+        "expected_mem: [binary, shares]\n",
     )
     assert set(by) == {("binary", "300m"), ("shares", "300m")}, proc.stdout + proc.stderr
     for record in by.values():
         assert_mem(record, "300.0 MiB", ("start-up",))  # Spark's executor and a Python worker need more
-    assert proc.returncode != 0 and "MEM binary triangle on rmat-small: worker" in proc.stderr
+    assert "MEM binary triangle on rmat-small: worker" in proc.stderr and "(expected by the workload)" in proc.stderr
+    assert proc.returncode == 0 and all(r["mem_expected"] for r in by.values())
+    grid = proc.stdout[proc.stdout.index("who finishes under a memory cap") :].splitlines()
+    assert any("triangle on rmat-small" in line and "binary" in line and "MEM" in line for line in grid)
 
 
 @needs_cgroup
@@ -93,6 +122,7 @@ def test_a_cap_is_hit_mid_query_and_a_large_one_gives_OK_with_the_same_count(tmp
     )
     assert set(by) == {(i, c) for i in ("binary", "shares") for c in ("512m", "3g")}, proc.stdout + proc.stderr
     assert_mem(by[("shares", "512m")], "512.0 MiB", ("index", "query"))  # its cells, in Python
+    assert proc.returncode != 0  # a MEM the workload did not expect
     for impl in ("binary", "shares"):
         large = by[(impl, "3g")]
         assert large["status"] == "OK" and large["verified"], (large["status"], large["error"])
