@@ -9,7 +9,6 @@ import atexit
 import os
 import shutil
 import signal
-import socket
 import sys
 import threading
 import time
@@ -25,20 +24,6 @@ from .params import human
 
 START_S = 180.0  # a session on capped workers that has not started by then will not
 POLL_S = 0.25  # how often a capped run looks for a worker's kill
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((cluster.HOST, 0))
-        return s.getsockname()[1]
-
-
-def _free_block(size: int) -> int:
-    for _ in range(50):
-        first = _free_port()
-        if first + size < 65535 and all(cluster._port_free(first + i) for i in range(size)):
-            return first
-    raise OSError("no block of free ports on the loopback")
 
 
 @dataclass
@@ -93,11 +78,8 @@ class CappedWorkers:
 
         thread = threading.Thread(target=open_session, daemon=True)
         thread.start()
-        hit, deadline = None, time.monotonic() + START_S
-        while thread.is_alive() and hit is None and time.monotonic() < deadline:
-            thread.join(POLL_S)
-            hit = self.hit()
-        if thread.is_alive():
+        hit = self.watch(thread, time.perf_counter() + START_S)
+        if thread.is_alive() or hit is not None:
             logs = self.handle.directory if self.handle else "?"
             self.stop()  # its executors gone, the start-up job fails and the thread ends
             _cancel_jobs()
@@ -126,9 +108,8 @@ class CappedWorkers:
             directory,
             workers=self.workers,
             cores=1,
-            memory=f"{max(self.cap, memory_cap.heap_bytes(self.cap)) >> 20}m",  # room for Spark's heap floor
-            port=_free_port(),
-            webui_port=_free_block(self.workers + 1),
+            port=cluster.free_port(),
+            webui_port=cluster.free_block(self.workers + 1),
             cap_bytes=self.cap,
         )
         atexit.register(self.stop)
@@ -159,6 +140,15 @@ class CappedWorkers:
                 gone = sorted({name for pid, name in self._members[i].items() if pid not in now})
                 return CapHit(i, logged or gone)
             self._members[i] = {pid: self._members[i].get(pid) or self._named([pid])[pid] for pid in now}
+        return None
+
+    def watch(self, thread: threading.Thread, deadline: float | None) -> CapHit | None:
+        """Wait for `thread` until `deadline` (perf_counter seconds); a worker's first kill ends the wait."""
+        while thread.is_alive() and (deadline is None or time.perf_counter() < deadline):
+            hit = self.hit()
+            if hit is not None:
+                return hit
+            thread.join(POLL_S if deadline is None else min(POLL_S, max(0.0, deadline - time.perf_counter())))
         return None
 
     def peaks(self) -> list[int]:

@@ -325,27 +325,16 @@ def cmd_history(args) -> int:
     return history.serve(directory, args.port, console.print)
 
 
-def _worker_cap(args) -> tuple[int | None, str]:
-    """(the cap in bytes, the memory each worker offers) of `cluster up`: a capped worker offers its
-    executor at least Spark's heap floor, and runs one executor (one core)."""
-    from . import memory_cap
-
-    if args.memory_per_worker is None:
-        return None, args.memory
-    cap = memory_cap.parse_cap(args.memory_per_worker)
-    if args.cores != 1:
-        raise DataError("cluster up: --memory-per-worker caps one executor per worker, so --cores must be 1")
-    return cap, f"{max(cap, memory_cap.heap_bytes(cap)) >> 20}m"
-
-
 def cmd_cluster(args) -> int:
-    from . import cluster
+    from . import cluster, memory_cap
 
     directory = Path(args.dir) if args.dir else cluster.state_dir()
     if args.action == "up":
         isolated = not args.shared_tmp
-        cap, memory = _worker_cap(args)
-        c = cluster.up(directory, args.hosts, args.cores, memory, args.port, args.webui_port, isolated=isolated, cap_bytes=cap)
+        cap = None if args.memory_per_worker is None else memory_cap.parse_cap(args.memory_per_worker)
+        c = cluster.up(
+            directory, args.hosts, args.cores, args.memory, args.port, args.webui_port, isolated=isolated, cap_bytes=cap
+        )
         if cap is not None:
             console.print(
                 f"cluster: each worker's executor and its Python workers capped at {args.memory_per_worker} (a cgroup each)"

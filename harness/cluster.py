@@ -120,6 +120,22 @@ def _port_free(port: int) -> bool:
         return s.connect_ex((HOST, port)) != 0
 
 
+def free_port() -> int:
+    """A port nothing listens on, on the loopback."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def free_block(size: int) -> int:
+    """A first port such that `size` consecutive ports are free (a master's UI and its workers')."""
+    for _ in range(50):
+        first = free_port()
+        if first + size < 65535 and all(_port_free(first + i) for i in range(size)):
+            return first
+    raise OSError("no block of free ports on the loopback")
+
+
 def daemon_env(directory: Path, host: str = HOST, java_home: Path | None = None) -> dict:
     """The environment of a Spark daemon started from the pyspark package: bound to `host`, in the
     foreground, logging under `directory`, and not pointed at any SPARK_MASTER of the caller's."""
@@ -225,10 +241,15 @@ def up(
 ) -> Cluster:
     """Start a master and `workers` workers (each offering `cores` cores and `memory`) and wait until
     the master lists every worker ALIVE. Isolated: each worker a host of its own sharing only `store`.
-    Capped: each worker's executor and its Python workers in a memory cgroup of `cap_bytes`."""
+    Capped: each worker's executor and its Python workers in a memory cgroup of `cap_bytes`, one
+    executor per worker (one core), offered what its heap needs whatever `memory` says."""
     msg = check_java.problem() or (memory_cap.problem() if cap_bytes is not None else None)
     if msg:
         raise ExecutionError(msg)
+    if cap_bytes is not None:
+        if cores != 1:
+            raise DataError("cluster up: --memory-per-worker caps one executor per worker, so --cores must be 1")
+        memory = f"{max(cap_bytes, memory_cap.heap_bytes(cap_bytes)) >> 20}m"  # room for Spark's heap floor
     running = load(directory)
     if running is not None and any(_alive(pid) for pid in running.pids):
         raise DataError(

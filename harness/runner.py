@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from . import capped_cluster, datasets, dynamic, history, memory_cap, recompute, results, store, updates
 from . import spark as spark_factory
-from .capped_cluster import POLL_S, CappedWorkers
+from .capped_cluster import CappedWorkers
 from .errors import DataError, ExecutionError, HarnessError, MemoryCapExceeded, RunTimeout
 from .memory import MemorySampler
 from .metrics import SparkCounters
@@ -565,14 +565,9 @@ class Runner:
 
     def _join(self, thread: threading.Thread, deadline: float | None):
         """Wait for thread until the deadline; capped, stop early at a worker's first kill (its CapHit)."""
-        if self._capped is None:
-            thread.join(None if deadline is None else max(0.0, deadline - time.perf_counter()))
-            return None
-        while thread.is_alive() and (deadline is None or time.perf_counter() < deadline):
-            hit = self._capped.hit()
-            if hit is not None:
-                return hit
-            thread.join(POLL_S if deadline is None else min(POLL_S, max(0.0, deadline - time.perf_counter())))
+        if self._capped is not None:
+            return self._capped.watch(thread, deadline)
+        thread.join(None if deadline is None else max(0.0, deadline - time.perf_counter()))
         return None
 
 

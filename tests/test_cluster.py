@@ -9,7 +9,6 @@ stopping the cluster leaves no process behind. `make test-cluster` runs these (C
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,25 +19,11 @@ from pathlib import Path
 import pytest
 
 from harness import cluster as standalone
+from harness.cluster import free_block, free_port
 
 pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def free_block(size: int) -> int:
-    """A first port such that `size` consecutive ports are free."""
-    for _ in range(50):
-        first = free_port()
-        if all(standalone._port_free(first + i) for i in range(size)) and first + size < 65535:
-            return first
-    raise RuntimeError("no free block of ports")
 
 
 def tree_pids(c: standalone.Cluster) -> set[int]:

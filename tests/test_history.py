@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 
 from harness import history
-from tests.test_cluster import free_port
+from harness.cluster import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 
