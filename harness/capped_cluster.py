@@ -23,7 +23,7 @@ from .errors import DataError, ExecutionError, MemoryCapExceeded
 from .params import human
 
 START_S = 180.0  # a session on capped workers that has not started by then will not
-POLL_S = 0.25  # how often a capped run looks for a worker's kill
+POLL_S = 0.25  # how often a capped run looks for a worker's kill and samples its resident memory
 
 
 @dataclass
@@ -62,11 +62,14 @@ class CappedWorkers:
     _members: list[dict[int, str]] = field(default_factory=list)
     start_hit: CapHit | None = None  # the kill that stopped the session's start, if one did
     _last_peaks: list[int] = field(default_factory=list)
+    _resident: list[int] = field(default_factory=list)  # each worker's largest resident sample since `begin`
+    idle: list[int] = field(default_factory=list)  # each worker's resident bytes when the run began
 
     def session(self):
         """Start the workers and a Spark session on them. A kill while it starts is MEM; a session
         not started in START_S (executors that cannot launch) is EXE, not a hang."""
         url = self.start()
+        spark_factory.quiet(b"Command exited with code 137")  # the kernel's kill: the run says MEM and names it
         os.environ.setdefault(store.SETTING, str(store.root()))  # the workers see the driver's store
         box: dict = {}
 
@@ -128,6 +131,8 @@ class CappedWorkers:
         groups = self.handle.caps() if self.handle else []
         self._kills = [g.oom_kills() for g in groups]
         self._members = [self._named(g.pids()) for g in groups]
+        self.idle = [g.resident() for g in groups]
+        self._resident = list(self.idle)
         for g in groups:
             g.reset_peak()
 
@@ -145,11 +150,23 @@ class CappedWorkers:
     def watch(self, thread: threading.Thread, deadline: float | None) -> CapHit | None:
         """Wait for `thread` until `deadline` (perf_counter seconds); a worker's first kill ends the wait."""
         while thread.is_alive() and (deadline is None or time.perf_counter() < deadline):
+            self.sample()
             hit = self.hit()
             if hit is not None:
                 return hit
             thread.join(POLL_S if deadline is None else min(POLL_S, max(0.0, deadline - time.perf_counter())))
         return None
+
+    def sample(self) -> None:
+        groups = self.handle.caps() if self.handle else []
+        if len(self._resident) == len(groups):
+            self._resident = [max(seen, g.resident()) for seen, g in zip(self._resident, groups)]
+
+    def resident_peaks(self) -> list[int]:
+        """Each worker's largest resident sample (every POLL_S) since `begin`: a sampled peak, so a
+        spike shorter than POLL_S can be missed; the charged peak (`peaks`) cannot miss one."""
+        self.sample()
+        return list(self._resident)
 
     def peaks(self) -> list[int]:
         """Each worker's peak charged bytes since `begin` (as they were when stopped, once stopped)."""

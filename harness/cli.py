@@ -28,7 +28,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from . import plots
+from . import plots, spark
 from .errors import DataError, HarnessError
 from .results import RESULTS_DIR, expected_failure, new_run_id, passes, write_json_atomic
 from .tables import (
@@ -38,7 +38,9 @@ from .tables import (
     fmt_int,
     logical_table,
     memory_grid_table,
+    memory_model_table,
     results_table,
+    scaling_tables,
     shares_table,
     summary_lines,
 )
@@ -214,23 +216,28 @@ def _print_results(records: list[dict], title: str, wide: bool) -> None:
                 console.print(extra)
         for line in summary_lines(records):
             console.print(line)
-    for extra in (
+    for detail in (  # a table, or a group of them (the delta table: one per case)
         critical_path_table(records, "critical path, MPC model (busiest worker's tuples, summed over rounds)"),
         delta_table(records, "delta throughput by batch size (Figure 6)"),
-        memory_grid_table(records, "who finishes under a memory cap per worker (status, peak per worker)"),
+        memory_model_table(records, "busiest worker's resident peak beside the cost model (docs/memory-cap.md)"),
+        memory_grid_table(records, "who finishes under a memory cap per worker (status, resident peak)"),
     ):
-        if extra is not None:
-            console.print(extra)
+        if detail is not None:
+            console.print(detail)
+    for table in scaling_tables(records):
+        console.print(table)
     _print_contests(records, wide)
 
 
 def _print_contests(records: list[dict], wide: bool) -> None:
-    """The bench's last word: per case, the implementations side by side and who won."""
+    """The bench's last word: per case, the implementations side by side (at most 100 columns unless
+    wide) and who won, in lines that fit the terminal."""
     from . import contest
 
     for case in contest.cases(records):
-        console.print(contest.table(case, wide))
-        console.print(contest.winner_sentence(case), soft_wrap=True)
+        console.print(contest.table(case, wide), width=None if wide else min(console.width, contest.WIDTH))
+        for line in contest.winner_lines(case, console.width):
+            console.print(line, soft_wrap=True, markup=False)
 
 
 def cmd_bench(args) -> int:
@@ -245,6 +252,8 @@ def cmd_bench(args) -> int:
         plots.shares_w_sweep(records, out_dir / "shares-w-sweep.png"),
         plots.skew_crossover(records, out_dir / "skew-crossover.png"),
         plots.delta_throughput(records, out_dir / "delta-throughput.png"),
+        plots.memory_wall(records, out_dir / "memory-wall.png"),
+        *plots.scaling(records, out_dir / "scaling.png"),
     ):
         if plot is not None:
             console.print(f"plot: {plot}")
@@ -410,6 +419,14 @@ def _add_param_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def _add_verbose_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also what Spark's JVM prints on stderr as it starts (Java's incubator-module warning), dropped otherwise",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from implementations import REGISTRY
 
@@ -443,6 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_param_flags(run)
     run.add_argument("--json", default=None, help="result file (default: results/runs/run-<id>.json)")
     run.add_argument("--wide", action="store_true", help="also every column of the run and its detail tables")
+    _add_verbose_flag(run)
     run.set_defaults(fn=cmd_run)
 
     bench = sub.add_parser("bench", parents=[common], help="run workloads/WORKLOAD.yaml")
@@ -466,6 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the real graph's file (e.g. soc-LiveJournal1.txt.gz): run on it instead of its twin",
     )
+    _add_verbose_flag(bench)
     bench.set_defaults(fn=cmd_bench)
 
     base = sub.add_parser("baseline", parents=[common], help="record a regression baseline (clean tree only)")
@@ -614,6 +633,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "master", None) is None and os.environ.get("SPARK_MASTER"):
         args.master = os.environ["SPARK_MASTER"]
+    if args.command in ("run", "bench"):  # gate's --verbose is its own: every check
+        spark.set_verbose(args.verbose)
     try:
         return args.fn(args)
     except DataError as exc:

@@ -30,7 +30,10 @@ V2_ROOT = Path("/sys/fs/cgroup")
 HEAP_SHARE = 0.4  # of the cap, the executor's heap; the rest is the JVM's off-heap and the Python workers
 # Spark's own floor for an executor is 1.5 times the 300 MiB it reserves, measured as the JVM's usable
 # heap, which is less than -Xmx by a survivor space.
-MIN_HEAP = 512 << 20
+MIN_HEAP = 128 << 20
+# Spark keeps 300 MiB of the heap for itself and refuses a heap under 1.5 times that, which would put
+# every cap under 1.3 GiB below its heap's floor; a capped executor keeps a quarter of its heap instead.
+RESERVED_SHARE = 0.25
 MIN_CAP = 256 << 20  # below the heap's floor the cgroup alone bounds the executor (it will not start)
 
 
@@ -119,6 +122,14 @@ class Cgroup:
                 return int(Path(self.path, name).read_text().split()[0])
         return 0
 
+    def resident(self) -> int:
+        """Bytes the processes hold now: anonymous memory plus mapped files (the index), not the page
+        cache of files they read once, which the kernel reclaims before it kills."""
+        stat = self._fields("memory.stat")
+        if self.version == 1:
+            return stat.get("total_rss", 0) + stat.get("total_mapped_file", 0)
+        return stat.get("anon", 0) + stat.get("file_mapped", 0)
+
     def reset_peak(self) -> None:
         with contextlib.suppress(OSError):
             self._write("memory.max_usage_in_bytes" if self.version == 1 else "memory.peak", 0)
@@ -178,4 +189,13 @@ CAP_CONF = "spark.harness.memoryPerWorker"  # the cap in bytes, for what sizes i
 
 def executor_conf(cap: int) -> dict[str, str]:
     """Spark's settings for executors under a cap of `cap` bytes each."""
-    return {"spark.executor.memory": f"{heap_bytes(cap) >> 20}m", "spark.executor.cores": "1", CAP_CONF: str(cap)}
+    heap = heap_bytes(cap)
+    return {
+        "spark.executor.memory": f"{heap >> 20}m",
+        "spark.testing.reservedMemory": str(int(heap * RESERVED_SHARE)),
+        # Netty's direct memory is as large as the heap and must exceed the largest block fetched into it
+        # (200 MiB by default); a larger block is fetched to disk.
+        "spark.network.maxRemoteBlockSizeFetchToMem": str(heap // 4),
+        "spark.executor.cores": "1",
+        CAP_CONF: str(cap),
+    }

@@ -151,3 +151,139 @@ def delta_throughput(records: list[dict], path: Path) -> Path | None:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _capped(r: dict) -> dict:
+    return r["metrics"].get("memory_cap") or {}
+
+
+def memory_wall(records: list[dict], path: Path) -> Path | None:
+    """Who finishes under a memory cap per worker: per W, each implementation's busiest worker's
+    resident peak against the cap (a cross at the cap where it ended MEM, a triangle TIM), the model's
+    prediction dotted, and the cap itself as the diagonal no run may cross. Written when capped runs
+    exist."""
+    runs = [r for r in records if _capped(r).get("cap_bytes")]
+    if not runs:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    widths = sorted({r["params"].get("workers", 2) for r in runs})
+    impls = sorted({r["implementation"] for r in runs})
+    fig, axes = plt.subplots(1, len(widths), figsize=(5.2 * len(widths), 4.6), squeeze=False, sharey=True)
+    mib = 1 << 20
+    for ax, w in zip(axes[0], widths):
+        caps = sorted({_capped(r)["cap_bytes"] for r in runs})
+        ax.plot([c / mib for c in caps], [c / mib for c in caps], color="black", lw=1, label="the cap")
+        for i, impl in enumerate(impls):
+            mine = sorted(
+                (r for r in runs if r["implementation"] == impl and r["params"].get("workers", 2) == w),
+                key=lambda r: _capped(r)["cap_bytes"],
+            )
+            ok = [r for r in mine if r["status"] in ("OK", "UNVERIFIED")]
+            cap_of = [_capped(r)["cap_bytes"] / mib for r in ok]
+            ax.plot(
+                cap_of, [(_capped(r)["model"] or {}).get("measured_bytes", 0) / mib for r in ok], "o-", color=f"C{i}", label=impl
+            )
+            model = [((_capped(r)["model"] or {}).get("predicted_bytes") or 0) / mib for r in ok]
+            ax.plot(cap_of, model, ":", color=f"C{i}", alpha=0.7)
+            for status, marker in (("MEM", "x"), ("TIM", "^")):
+                ended = [_capped(r)["cap_bytes"] / mib for r in mine if r["status"] == status]
+                ax.plot(ended, ended, marker, color=f"C{i}", ms=11, mew=2, ls="none")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlabel("memory cap per worker (MiB)")
+        ax.set_title(f"W = {w}", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("busiest worker's resident peak (MiB)")
+    axes[0][0].legend(fontsize=7, title="solid: measured, dotted: model\nx: MEM at the cap", title_fontsize=7)
+    case = f"{runs[0]['query'].get('name')} on {runs[0]['dataset'].get('name')}"
+    fig.suptitle(f"The memory wall: {case}, every implementation under the same cap per worker")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# Each quantity of scaling.Loads against W: its title, how to read it from Loads, and the model's
+# slope on log-log axes for an implementation (None: no prediction drawn). Shares' slopes use
+# Appendix F's tau*: per-cell load IN / W^(1/tau*), communication IN * W^(1 - 1/tau*).
+def _per_worker_slope(impl: str, tau: float | None) -> float | None:
+    return -1 / tau if impl == "shares" and tau else -1.0
+
+
+SCALING_QUANTITIES = (
+    ("index bytes, busiest worker", lambda x: x.index_bytes and x.index_bytes.max, _per_worker_slope),
+    ("prefixes in flight, busiest worker", lambda x: x.in_flight and x.in_flight.max, lambda i, t: -1.0),
+    ("tuples received over all rounds, busiest worker", lambda x: x.received_total and x.received_total.max, _per_worker_slope),
+    ("tuples received in the worst round, busiest worker", lambda x: x.received_worst_round.max, _per_worker_slope),
+    ("communication: tuples shipped in all", lambda x: x.communication, lambda i, t: 1 - 1 / t if i == "shares" and t else 0.0),
+    ("critical path (MPC): Σ rounds, busiest worker", lambda x: x.critical_path, _per_worker_slope),
+    ("rounds", lambda x: x.rounds, lambda i, t: 0.0),
+)
+
+
+def scaling(records: list[dict], path: Path) -> list[Path]:
+    """Per query and graph, one panel per quantity against W (log-log): each implementation measured
+    (solid) beside the model's slope from its smallest W (dashed). Written where some implementation
+    ran at three or more W; returns the figures written (path with the case in its name)."""
+    from . import scaling as scaling_loads
+
+    cases: dict[str, dict[str, list]] = {}
+    for r in records:
+        measured = scaling_loads.loads(r)
+        if measured is not None:
+            case = f"{r['query'].get('name')} on {r['dataset'].get('name')}"
+            tau = (r.get("logical") or {}).get("tau_star")
+            cases.setdefault(case, {}).setdefault(r["implementation"], []).append((measured, tau))
+    cases = {c: impls for c, impls in cases.items() if any(len({m.workers for m, _ in v}) > 2 for v in impls.values())}
+    if not cases:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for case, impls in sorted(cases.items()):
+        fig, axes = plt.subplots(2, 4, figsize=(19, 8.5))
+        for ax, (title, read, slope) in zip(axes.flat, SCALING_QUANTITIES):
+            for i, (impl, runs) in enumerate(sorted(impls.items())):
+                points = sorted((m.workers, read(m)) for m, _ in runs if read(m))
+                if not points:
+                    continue
+                w, y = zip(*points)
+                ax.plot(w, y, "o-", color=f"C{i}", label=impl)
+                predicted = slope(impl, runs[0][1])
+                if predicted is not None:
+                    ax.plot(
+                        w,
+                        [y[0] * (x / w[0]) ** predicted for x in w],
+                        "--",
+                        color=f"C{i}",
+                        alpha=0.5,
+                        label=f"model: slope {predicted:+.2f}",
+                    )
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("W (logical workers)")
+            ax.set_title(title, fontsize=9)
+            ax.grid(True, which="both", alpha=0.3)
+            if ax.has_data():
+                ax.legend(fontsize=6)
+        axes.flat[-1].axis("off")
+        fig.suptitle(f"Scaling with W, measured (solid) and modelled (dashed): {case}")
+        fig.tight_layout()
+        out = path.with_name(f"{path.stem}-{_file_part(case)}{path.suffix}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=100)
+        plt.close(fig)
+        written.append(out)
+    return written
+
+
+def _file_part(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-." else "-" for c in text).strip("-")[:60]

@@ -254,6 +254,7 @@ def build(runs_dir: Path, out_dir: Path) -> Path:
         ),
         ("Shares over W (Appendix F)", plots.shares_w_sweep(everything, out_dir / "shares-w-sweep.png")),
         ("Delta throughput (Figure 6)", plots.delta_throughput(everything, out_dir / "delta-throughput.png")),
+        ("The memory wall (workload memory)", plots.memory_wall(runs.get("memory", []), out_dir / "memory-wall.png")),
     ]
     for title, png in sections:
         lines += [f"## {title}", ""]
@@ -285,6 +286,9 @@ def build(runs_dir: Path, out_dir: Path) -> Path:
                 ],
                 rows,
             ) + [""]
+    lines += ["## Scaling with W (workload scaling)", ""]
+    figures = plots.scaling(runs.get("scaling", []), out_dir / "scaling.png")
+    lines += [line for png in figures for line in (f"![{png.stem}]({png.name})", "")] or ["No recorded runs for this plot.", ""]
     lines += ["## Peer systems (`python -m harness compare`)", ""]
     comparisons = load_comparisons(runs_dir)
     for directory, record, table in comparisons:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -13,6 +16,27 @@ from .errors import DataError, ExecutionError
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _session = None
+# What the JVM prints to stderr as it starts, which says nothing about a run: Java's warning for the
+# incubator module Spark's launcher adds (jdk.incubator.vector) and Spark's notice of a shell's log level.
+STARTUP_CHATTER = (
+    b"WARNING: Using incubator modules:",
+    b'Setting default log level to "',
+    b"To adjust logging level use sc.setLogLevel(",
+)
+_verbose = False  # --verbose: the chatter too
+_reported: list[bytes] = []  # lines the harness says in its own words (`quiet`), dropped unless --verbose
+
+
+def quiet(fragment: bytes) -> None:
+    """Drop the JVM's lines containing `fragment` unless --verbose: the harness reports that event itself."""
+    if fragment not in _reported:
+        _reported.append(fragment)
+
+
+def set_verbose(verbose: bool) -> None:
+    """Let the JVM's start-up chatter through to stderr (run and bench --verbose); dropped otherwise."""
+    global _verbose
+    _verbose = verbose
 
 
 def resolve_master(master: str | None = None) -> str:
@@ -113,6 +137,7 @@ def get_session(master: str | None = None, workers: int = 2, executor_conf: dict
     # local daemon loads them from the cache instead of compiling them a second time beside it.
     with ThreadPoolExecutor(1, thread_name_prefix="warm-up") as pool:
         warming = pool.submit(_warm_driver)
+        _launch_jvm(builder)
         _session = builder.getOrCreate()
         _session.sparkContext.setLogLevel("ERROR")
         try:
@@ -123,6 +148,30 @@ def get_session(master: str | None = None, workers: int = 2, executor_conf: dict
             raise
     _start_python_workers(_session, workers, None if is_local(master) else store.root())
     return _session
+
+
+def _launch_jvm(builder) -> None:
+    """Launch Spark's JVM with the builder's settings, as getOrCreate would, but with its stderr through
+    `_pass_stderr`, which drops the start-up chatter (as the harness's daemon drops cancelled tasks'
+    tracebacks), and start the process's first context on it. A later session reuses that JVM."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf().setAll(builder._options.items())  # what getOrCreate passes to spark-submit
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_pass_stderr, args=(gateway.proc.stderr,), name="jvm-stderr", daemon=True).start()
+    SparkContext(conf=conf, gateway=gateway)  # getOrCreate then builds the session on it
+
+
+def _pass_stderr(stream) -> None:
+    """Copy the JVM's stderr (the executors' Python workers' too) to ours line by line, less its start-up
+    chatter unless --verbose."""
+    with contextlib.suppress(OSError, ValueError):  # our stderr closed: the process is ending
+        for line in iter(stream.readline, b""):
+            if _verbose or not (line.startswith(STARTUP_CHATTER) or any(f in line for f in _reported)):
+                os.write(2, line)
 
 
 _warmed: set[str] = set()  # what this process has warmed: once is enough, whatever sessions follow

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from rich import box
-from rich.console import JustifyMethod
+from rich.console import Group, JustifyMethod
 from rich.table import Table
 
 
@@ -393,45 +393,54 @@ def delta_rows(records: list[dict]) -> list[dict]:
     return rows
 
 
-def delta_table(records: list[dict], title: str) -> Table | None:
+def fmt_si(v: float | None) -> str:
+    """A rate or count in three figures and an SI prefix (999, 12.3 K, 4.45 M): narrow columns."""
+    if v is None:
+        return "-"
+    for prefix, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {prefix}"
+    return f"{v:.3g}"
+
+
+def delta_table(records: list[dict], title: str) -> Group | None:
     """Delta throughput by batch size (the paper's Figure 6), beside the recompute it saves; the index
-    update's median time per batch (slowest worker) and the compactions among those batches."""
+    update's median time per batch (slowest worker) and the compactions among those batches. One table
+    per case (its query, dataset and semantics in the title), two-line headers and rates in SI
+    prefixes: it fits 100 columns."""
     rows = delta_rows(records)
     if not rows:
         return None
-    table = Table(title=title)
+    cases: dict[tuple, list[dict]] = {}
+    for x in rows:
+        cases.setdefault((x["query"], x["dataset"], x["semantics"]), []).append(x)
+    return Group(*(_delta_case_table(f"{title}: {q} on {d} ({sem})", xs) for (q, d, sem), xs in cases.items()))
+
+
+def _delta_case_table(title: str, rows: list[dict]) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for col in (
-        "dataset",
-        "query",
-        "sem",
         "batch",
-        "batches",
-        "median s",
-        "updates/s",
-        "output changes/s",
-        "changes / batch",
-        "index update s",
-        "compactions (slowest s)",
-        "recompute s",
-        "recompute / update",
-        "recounts agree",
+        "median\ns",
+        "updates\n/s",
+        "output\nchanges/s",
+        "changes\n/ batch",
+        "index\nupdate s",
+        "compactions\n(slowest s)",
+        "recompute\ns (/ update)",
+        "recounts\nagree",
     ):
-        table.add_column(col, justify="left" if col in ("dataset", "query", "sem") else "right")
+        table.add_column(col, justify="right")
     for x in rows:
         table.add_row(
-            x["dataset"],
-            x["query"],
-            x["semantics"][:3],
             fmt_int(x["batch"]),
-            str(x["batches"]),
             f"{x['median_s']:.2f}",
-            f"{x['updates_per_s']:,.0f}",
-            f"{x['changes_per_s']:,.0f}",
-            f"{x['output_changes']:,.0f}",
+            fmt_si(x["updates_per_s"]),
+            fmt_si(x["changes_per_s"]),
+            fmt_si(x["output_changes"]),
             f"{x['update_s']:.3f}" if x["update_s"] is not None else "-",
             f"{x['compactions']} ({x['compaction_s']:.2f})" if x["compactions"] else "0",
-            f"{x['recompute_s']:.1f}" if x["recompute_s"] else "-",
-            f"{x['recompute_ratio']:.1f}x" if x["recompute_ratio"] else "-",
+            f"{x['recompute_s']:.1f} ({x['recompute_ratio']:.1f}x)" if x["recompute_ratio"] else "-",
             f"{x['agree']} / {x['batches']}",
         )
     return table
@@ -451,14 +460,15 @@ def communication(record: dict) -> tuple[int, str] | None:
 
 def memory_grid(records: list[dict]) -> tuple[list[str], dict[tuple[str, str, int], dict[str, str]]]:
     """(caps, largest first; {(case, implementation, W): {cap: cell}}) of the capped runs: each cell the
-    status and the largest worker's peak charge (`metrics.memory_cap`)."""
+    status and the busiest worker's resident peak (`metrics.memory_cap`)."""
     capped = [r for r in records if (r.get("params") or {}).get("memory_per_worker")]
     sizes = {r["params"]["memory_per_worker"]: (r["metrics"].get("memory_cap") or {}).get("cap_bytes", 0) for r in capped}
     caps = sorted(sizes, key=lambda c: -sizes[c])
     grid: dict[tuple[str, str, int], dict[str, str]] = {}
     for r in capped:
         case = f"{r['query'].get('name')} on {r['dataset'].get('name')}"
-        peaks = (r["metrics"].get("memory_cap") or {}).get("peak_per_worker_bytes") or []
+        measured = r["metrics"].get("memory_cap") or {}
+        peaks = measured.get("resident_peak_per_worker_bytes") or measured.get("peak_per_worker_bytes") or []
         peak = f" {fmt_bytes(max(peaks))}" if peaks and r["status"] in ("OK", "UNVERIFIED", "VAL") else ""
         grid.setdefault((case, r["implementation"], r["params"].get("workers", 2)), {})[r["params"]["memory_per_worker"]] = (
             r["status"] + peak
@@ -477,3 +487,65 @@ def memory_grid_table(records: list[dict], title: str) -> Table | None:
     for (case, impl, workers), cells in sorted(grid.items()):
         table.add_row(case, impl, str(workers), *(cells.get(c, "-") for c in caps))
     return table
+
+
+def memory_model_table(records: list[dict], title: str) -> Table | None:
+    """Each finished capped run's busiest worker: measured peak, idle, the model and the ratios."""
+    rows = [r for r in records if ((r["metrics"].get("memory_cap") or {}).get("model") or {}).get("predicted_bytes")]
+    if not rows:
+        return None
+    table = Table(title=title, box=box.SIMPLE)
+    for col in ("case", "impl", "W", "cap", "peak", "idle", "model", "÷model", "added÷model"):
+        table.add_column(col, justify="left" if col in ("case", "impl") else "right")
+    for r in sorted(rows, key=lambda r: (r["query"].get("name"), r["implementation"], r["params"].get("workers", 2))):
+        capped = r["metrics"]["memory_cap"]
+        model = capped["model"]
+        idle = max(capped.get("resident_idle_per_worker_bytes") or [0])
+        added = model.get("above_idle_over_model")
+        table.add_row(
+            f"{r['query'].get('name')} on {r['dataset'].get('name')}",
+            r["implementation"],
+            str(r["params"].get("workers", 2)),
+            r["params"]["memory_per_worker"],
+            fmt_bytes(model["measured_bytes"]),
+            fmt_bytes(idle),
+            fmt_bytes(model["predicted_bytes"]),
+            f"{model['measured_over_model']:.1f}",
+            "-" if added is None else f"{added:.2f}",
+        )
+    return table
+
+
+def scaling_tables(records: list[dict]) -> list[Table]:
+    """Per query and graph run at several W: each implementation's loads per W (the busiest worker's;
+    harness/scaling.py), the numbers behind the scaling plots."""
+    from .scaling import Loads, loads
+
+    cases: dict[str, list[tuple[str, Loads]]] = {}
+    for r in records:
+        measured = loads(r)
+        if measured is not None:
+            cases.setdefault(f"{r['query'].get('name')} on {r['dataset'].get('name')}", []).append(
+                (r["implementation"], measured)
+            )
+    tables = []
+    for case, rows in sorted(cases.items()):
+        if len({m.workers for _, m in rows}) < 3:
+            continue
+        table = Table(title=f"loads against W: {case} (busiest worker)", box=box.SIMPLE_HEAD, pad_edge=False)
+        for col in ("impl", "W", "index", "in flight", "received", "worst round", "shipped", "rounds", "crit. path"):
+            table.add_column(col, justify="left" if col == "impl" else "right")
+        for impl, m in sorted(rows, key=lambda row: (row[0], row[1].workers)):
+            table.add_row(
+                impl,
+                str(m.workers),
+                fmt_bytes(m.index_bytes.max) if m.index_bytes else "-",
+                fmt_int(m.in_flight.max) if m.in_flight else "-",
+                fmt_int(m.received_total.max) if m.received_total else "-",
+                fmt_int(m.received_worst_round.max),
+                fmt_int(m.communication),
+                str(m.rounds),
+                fmt_int(m.critical_path),
+            )
+        tables.append(table)
+    return tables

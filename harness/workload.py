@@ -4,6 +4,7 @@ parameters x trials. Schema errors name the file and the key."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,14 +68,23 @@ class Workload:
     expected_mem: list[str] = field(default_factory=list)  # implementations whose MEM is an expected result
 
     def requests(self) -> list[RunRequest]:
-        """Every run, datasets outermost so each graph is loaded once."""
+        """Every run, datasets outermost so each graph is loaded once; under a swept memory cap, the
+        implementations innermost, so that each cap's workers start once."""
         grid_keys = sorted(k for k, v in self.params.items() if isinstance(v, list))
         grids = [dict(zip(grid_keys, combo)) for combo in itertools.product(*(self.params[k] for k in grid_keys))]
         fixed = {k: v for k, v in self.params.items() if k not in grid_keys}
         out = []
-        for dataset, semantics, query, impl, workers, grid in itertools.product(
+        combos: Iterable[tuple[str, str, str, str, int, dict]] = itertools.product(
             self.datasets, self.semantics, self.queries, self.implementations, self.workers, grids or [{}]
-        ):
+        )
+        if "memory_per_worker" in self.params:  # runs on the same capped workers (cap and W) together
+            combos = (
+                (dataset, semantics, query, impl, workers, grid)
+                for dataset, semantics, query, workers, grid, impl in itertools.product(
+                    self.datasets, self.semantics, self.queries, self.workers, grids or [{}], self.implementations
+                )
+            )
+        for dataset, semantics, query, impl, workers, grid in combos:
             for trial in range(self.trials):
                 out.append(
                     RunRequest(

@@ -74,6 +74,8 @@ class BalancedIndex:
             "resolver_entries_per_worker": self.resolver_entries.tolist(),
             "membership_entries_per_worker": self.membership_entries.tolist(),
             "entries_per_worker": sizes.tolist(),
+            # count rows: key and two sizes (int32); resolver rows: int64 code, int32 value; edges: int64
+            "bytes_per_worker": (12 * self.count_keys + 12 * self.resolver_entries + 8 * self.membership_entries).tolist(),
             "entries_max_over_mean": max_over_mean(sizes),
             "resolver_max_over_mean": max_over_mean(self.resolver_entries),
             "membership_max_over_mean": max_over_mean(self.membership_entries),

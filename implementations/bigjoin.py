@@ -362,6 +362,7 @@ class Counters:
         self.rounds = 0
         self.jobs_per_level = [0] * m
         self.peak_in_flight = 0
+        self.peak_in_flight_per_worker = 0
         self.peak_bytes = 0  # held_bytes: all workers in one stage, and one worker in one stage
         self.peak_bytes_per_worker = 0
         self.peak_queued = 0
@@ -400,8 +401,9 @@ class Counters:
             self.round_loads.append(loads[stage].tolist())
         self.exchanged += int(received[1:].sum())
         self.exchanged_remote += sum(result.total(name) for name in FIELDS if name.startswith("sent_remote_"))
-        held = result.per_stage("held_prefixes") + result.per_stage("held_candidates")
-        self.peak_in_flight = max(self.peak_in_flight, int(held.max(initial=0)))
+        held = result.per_worker("held_prefixes") + result.per_worker("held_candidates")
+        self.peak_in_flight = max(self.peak_in_flight, int(held.sum(axis=1).max(initial=0)))
+        self.peak_in_flight_per_worker = max(self.peak_in_flight_per_worker, int(held.max(initial=0)))
         self.peak_bytes = max(self.peak_bytes, int(result.per_stage("held_bytes").max(initial=0)))
         self.peak_bytes_per_worker = max(self.peak_bytes_per_worker, int(result.per_worker("held_bytes").max(initial=0)))
         self.peak_queued = max(self.peak_queued, queued + result.total("queued_rows"))
@@ -450,6 +452,7 @@ class Counters:
             "batches_per_level": self.jobs_per_level,
             "spark_jobs": self.jobs,
             "peak_prefixes_in_flight": self.peak_in_flight,
+            "peak_prefixes_in_flight_per_worker": self.peak_in_flight_per_worker,
             "peak_prefixes_queued": self.peak_queued,
             "peak_bytes_in_flight": self.peak_bytes,
             "peak_bytes_in_flight_per_worker": self.peak_bytes_per_worker,

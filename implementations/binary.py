@@ -3,11 +3,35 @@
 from __future__ import annotations
 
 from functools import reduce
+from typing import NamedTuple
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from .base import Implementation, Outcome
+
+VALUE_BYTES = 8  # one attribute of an intermediate row: a long
+
+
+class JoinOutput(NamedTuple):
+    rows: int
+    columns: int
+
+
+def join_outputs(node) -> list[JoinOutput]:
+    """Each join's output (rows, attributes) in an executed Spark plan (a py4j SparkPlan), innermost
+    first: the intermediate results a binary plan materialises."""
+    name = node.nodeName()
+    if name.startswith("AdaptiveSparkPlan"):
+        return join_outputs(node.executedPlan())
+    if "QueryStage" in name:
+        return join_outputs(node.plan())
+    children = node.children()
+    inner = [out for i in range(children.size()) for out in join_outputs(children.apply(i))]
+    if not name.endswith("Join"):
+        return inner
+    rows = node.metrics().get("numOutputRows")
+    return [*inner, JoinOutput(rows.get().value() if rows.isDefined() else 0, node.output().size())]
 
 
 class BinaryJoin(Implementation):
@@ -54,7 +78,16 @@ class BinaryJoin(Implementation):
         return result.select(*spec.query.attributes)
 
     def count(self) -> Outcome:
-        return Outcome(count=self.plan().count())
+        counted = self.plan().groupBy().count()
+        count = counted.collect()[0][0]
+        joins = join_outputs(counted._jdf.queryExecution().executedPlan())  # filled in by the run
+        largest = max(joins, key=lambda j: j.rows * j.columns, default=JoinOutput(0, 0))
+        counters = {
+            "join_output_rows": [j.rows for j in joins],
+            "largest_intermediate_rows": largest.rows,
+            "largest_intermediate_bytes": largest.rows * largest.columns * VALUE_BYTES,
+        }
+        return Outcome(count=count, counters=counters)
 
     def matches(self, limit: int) -> list[tuple]:
         return [tuple(r) for r in self.plan().limit(limit).collect()]

@@ -45,10 +45,13 @@ class BlockIndex:
     keys: np.ndarray  # per worker: keys it holds a list or a block of
     entries: np.ndarray  # per worker: list entries (forward and reverse)
 
-    def partition_bytes(self) -> int:
-        """The largest partition's files (as the key-partitioned index's), plus the blocks table."""
+    def bytes_per_worker(self) -> np.ndarray:
+        """Each partition's files (as the key-partitioned index's), plus the blocks table every worker holds."""
         table = 4 * (self.split_keys + self.blocks) + 16 * (self.blocks + self.split_keys)
-        return int((20 * self.keys + 4 * self.entries).max(initial=0)) + table
+        return 20 * self.keys + 4 * self.entries + table
+
+    def partition_bytes(self) -> int:
+        return int(self.bytes_per_worker().max(initial=0))
 
     def describe(self) -> dict:
         return {
@@ -59,6 +62,7 @@ class BlockIndex:
             "blocks_of_split_keys": self.blocks,
             "keys_per_worker": self.keys.tolist(),
             "entries_per_worker": self.entries.tolist(),
+            "bytes_per_worker": self.bytes_per_worker().tolist(),
             "entries_max_over_mean": max_over_mean(self.entries),
         }
 

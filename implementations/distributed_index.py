@@ -74,9 +74,13 @@ class PartitionedIndex:
     def loops(self) -> int:
         return len(self.loop_vertices)
 
+    def bytes_per_worker(self) -> np.ndarray:
+        """Each partition's files: keys (int32), two offsets per key (int64), its list entries (int32)."""
+        return 4 * self.keys + 16 * self.keys + 4 * (self.forward + self.reverse)
+
     def partition_bytes(self) -> int:
-        """The largest partition's files: keys, two offsets per key, and its list entries."""
-        return int((4 * self.keys + 16 * self.keys + 4 * (self.forward + self.reverse)).max(initial=0))
+        """The largest partition's files."""
+        return int(self.bytes_per_worker().max(initial=0))
 
     def describe(self) -> dict:
         entries = self.forward + self.reverse
@@ -85,6 +89,7 @@ class PartitionedIndex:
             "vertices": self.vertices,
             "keys_per_worker": self.keys.tolist(),
             "entries_per_worker": entries.tolist(),
+            "bytes_per_worker": self.bytes_per_worker().tolist(),
             "forward_entries": int(self.forward.sum()),
             "reverse_entries": int(self.reverse.sum()),
             "entries_max_over_mean": max_over_mean(entries),

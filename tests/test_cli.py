@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness import spark
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -14,6 +16,9 @@ def harness(*args, cwd=REPO, timeout=600):
     return subprocess.run(
         [sys.executable, "-m", "harness", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
+
+
+CHATTER = ("Using incubator modules", "Setting default log level", "sc.setLogLevel")
 
 
 def error_lines(proc) -> list[str]:
@@ -85,9 +90,12 @@ def test_bench_runs_a_workload_end_to_end(tmp_path):
     assert "verified by" in proc.stdout and "duckdb" in proc.stdout  # the contest table
     assert "binary ran a-b,b-c,c-d,d-a on rmat:scale=8" in proc.stdout and "alone: OK in" in proc.stdout
     assert max(len(line) for line in proc.stdout.splitlines()) <= 200  # COLUMNS=200: one result line per run
-    wide = harness("bench", str(workload), "--wide", "--results", str(tmp_path / "wide"))
+    for chatter in CHATTER:  # Spark's start-up messages: only with --verbose
+        assert chatter not in proc.stderr, proc.stderr
+    wide = harness("bench", str(workload), "--wide", "--verbose", "--results", str(tmp_path / "wide"))
     assert wide.returncode == 0 and "duckdb ✓" in wide.stdout and "shuffle rec" in wide.stdout
     assert "shuffle rec" not in proc.stdout  # the full table only with --wide
+    assert "WARNING: Using incubator modules" in wide.stderr  # the JVM's own: log4j cannot silence it
 
 
 def test_a_contest_with_an_expected_timeout_prints_no_worker_tracebacks(tmp_path):
@@ -121,3 +129,22 @@ def test_the_subgraph_harness_command_is_the_harness(tmp_path):
     assert installed.returncode == module.returncode == 2
     assert error_lines(installed) == error_lines(module) == [error_lines(module)[0]]
     assert "unknown implementation 'nope'" in error_lines(installed)[0]
+
+
+def test_the_jvm_s_start_up_chatter_is_dropped_and_every_other_line_passed_on(capfd, monkeypatch):
+    """What the JVM writes to stderr goes through harness.spark._pass_stderr: tracebacks and errors pass."""
+    lines = [
+        b"WARNING: Using incubator modules: jdk.incubator.vector\n",
+        b'Setting default log level to "WARN".\n',
+        b"To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(newLevel).\n",
+        b"12:00:01 ERROR Executor: Exception in task 0.0 in stage 3.0\n",
+        b"Traceback (most recent call last):\n",
+    ]
+    for verbose, shown in ((False, lines[3:]), (True, lines)):
+        monkeypatch.setattr(spark, "_verbose", verbose)
+        read, write = os.pipe()
+        os.write(write, b"".join(lines))
+        os.close(write)
+        with os.fdopen(read, "rb") as stream:
+            spark._pass_stderr(stream)
+        assert capfd.readouterr().err == b"".join(shown).decode()

@@ -281,3 +281,20 @@ def test_paired_times_replace_the_stored_ones_and_count_as_this_machine():
     c = gate.compare(paired, slow, MACHINE)
     assert c.same_machine and [f.what for f in c.problems()] == ["query_s"]
     assert "paired" in "\n".join(gate.render(c, paired, "b.json"))
+
+
+def test_the_micro_benchmarks_say_in_one_line_how_the_saved_run_s_machine_differs():
+    """pytest-benchmark's own warning prints both machine descriptions whole, some 3,000 characters."""
+    from tests.benchmarks.conftest import summary
+
+    saved = json.loads((gate.BASELINE_DIR / "micro" / "Linux-CPython-3.11-64bit" / "0005_baseline.json").read_text())
+    saved = saved["machine_info"]
+    here = copy.deepcopy(saved)
+    here["python_build"] = tuple(here["python_build"])  # as pytest-benchmark has it live: no difference
+    here["cpu"].update(count=8, brand_raw="Intel Xeon Platinum 8375C", flags=["avx512f", *here["cpu"]["flags"]])
+    here.update(node="ci-runner", release="6.1.0")
+    line = summary(here, saved)
+    assert line == (
+        "micro-benchmarks: saved on another machine: node vm -> ci-runner, cpu.brand_raw AMD EPYC -> Intel Xeon Plat…, "
+        "cpu.count 2 -> 8 (+2 more)"  # release and cpu.flags
+    )

@@ -30,7 +30,9 @@ def test_a_cap_is_a_size_an_executor_can_start_in():
     with pytest.raises(DataError, match="below the smallest cap"):
         memory_cap.parse_cap("64m")
     assert memory_cap.executor_conf(2 << 30)["spark.executor.memory"] == "819m"  # HEAP_SHARE of the cap
-    assert memory_cap.executor_conf(300 << 20)["spark.executor.memory"] == "512m"  # Spark's floor
+    small = memory_cap.executor_conf(300 << 20)
+    assert small["spark.executor.memory"] == "128m"  # the floor, with a quarter of it reserved, not 300 MiB
+    assert int(small["spark.testing.reservedMemory"]) == 32 << 20
 
 
 def test_the_grid_has_a_row_per_implementation_and_W_and_a_column_per_cap_largest_first():
@@ -130,6 +132,12 @@ def test_a_cap_is_hit_mid_query_and_a_large_one_gives_OK_with_the_same_count(tmp
         assert cap["cap_bytes"] == 3 << 30 and len(cap["peak_per_worker_bytes"]) == 2
         assert 0 < max(cap["peak_per_worker_bytes"]) <= 3 << 30
     assert by[("binary", "3g")]["count"] == by[("shares", "3g")]["count"]
+    binary = by[("binary", "3g")]
+    # binary's intermediates, from Spark's executed plan: the largest outgrows the input (clique4)
+    assert binary["logical"]["largest_intermediate_rows"] > binary["dataset"]["edges"]
+    assert binary["logical"]["join_output_rows"][-1] >= binary["count"]  # the last join, before any filter
+    model = binary["metrics"]["memory_cap"]["model"]
+    assert model["predicted_from"] == "largest intermediate / W" and model["measured_bytes"] > 0
 
 
 @needs_cgroup

@@ -34,6 +34,7 @@ METRIC_KEYS = {
     "index_s",
     "query_s",
     "wall_s",
+    "graphalytics",
     "shuffle_records",
     "shuffle_bytes",
     "rounds",
@@ -69,6 +70,9 @@ def test_record_schema_and_spark_counters(runner):
     assert sum(r["records"] for r in m["per_round"]) == m["shuffle_read_records"]
     assert m["max_task_records"] == max(r["max_task_records"] for r in m["per_round"])
     assert m["wall_s"] >= m["query_s"] and m["peak_exec_memory_bytes"] > 0
+    g = m["graphalytics"]  # LDBC Graphalytics' three times, by their names, in seconds
+    assert g["load_time"] == m["load_s"] and g["processing_time"] == round(m["index_s"] + m["query_s"], 4)
+    assert g["makespan"] == round(m.get("session_start_s", 0.0) + m["wall_s"], 4) >= g["processing_time"]
     ds = record["dataset"]
     assert ds["edges"] > 0 and ds["vertices"] > 0 and len(ds["sha256"]) == 64
     t = m["time_breakdown"]["query"]  # units: Spark's CPU and shuffle-write times are ns, the rest ms

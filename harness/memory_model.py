@@ -1,0 +1,53 @@
+"""What the cost model says a worker holds at its peak, beside what a capped run measured there.
+
+- BiGJoin family: its index share plus the prefixes it holds in flight at its B' (§3.3);
+- Shares: the tuples its cell receives (Appendix F);
+- binary: its largest intermediate result, spread over the W workers.
+
+Measured is the largest resident sample of a worker's cgroup (memory_cap.Cgroup.resident); `idle` is
+the same before the run started (the executor JVM and its Python workers, holding nothing of it)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+TUPLE_BYTES = 16  # an edge tuple as Shares ships it: two int64
+
+
+class Prediction(NamedTuple):
+    bytes_per_worker: int
+    made_of: str
+
+
+def predict(record: dict) -> Prediction | None:
+    """The model's bytes per worker for this run's implementation, from its logical counters."""
+    logical = record.get("logical") or {}
+    index = logical.get("index") or {}
+    if index.get("bytes_per_worker") and "peak_bytes_in_flight_per_worker" in logical:
+        held = max(index["bytes_per_worker"]) + logical["peak_bytes_in_flight_per_worker"]
+        return Prediction(held, "index share + prefixes in flight at B'")
+    if "max_cell_load" in logical:
+        return Prediction(logical["max_cell_load"] * TUPLE_BYTES, "the tuples its cell receives")
+    if "largest_intermediate_bytes" in logical:
+        workers = max(1, record["params"].get("workers", 1))
+        return Prediction(-(-logical["largest_intermediate_bytes"] // workers), "largest intermediate / W")
+    return None
+
+
+def beside_model(record: dict, resident_peaks: list[int], idle: list[int]) -> dict:
+    """The busiest worker's measured peak beside the prediction: the ratio, and the ratio of what
+    the run added above the idle worker (what the model counts)."""
+    peak = max(resident_peaks, default=0)
+    worker = resident_peaks.index(peak) if resident_peaks else None
+    above_idle = peak - idle[worker] if worker is not None and worker < len(idle) else None
+    model = predict(record) if record["status"] in ("OK", "UNVERIFIED", "VAL") else None
+    if model is None or model.bytes_per_worker <= 0:
+        return {"measured_bytes": peak, "above_idle_bytes": above_idle}
+    return {
+        "measured_bytes": peak,
+        "above_idle_bytes": above_idle,
+        "predicted_bytes": model.bytes_per_worker,
+        "predicted_from": model.made_of,
+        "measured_over_model": round(peak / model.bytes_per_worker, 3),
+        "above_idle_over_model": None if above_idle is None else round(above_idle / model.bytes_per_worker, 3),
+    }

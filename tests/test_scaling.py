@@ -1,0 +1,91 @@
+"""The loads a scaling run is plotted by (harness/scaling.py), the cost model's memory per worker
+beside a capped run's measured peak (harness/memory_model.py), and their tables and pictures, on
+hand-made records whose numbers are worked out here."""
+
+from harness import memory_model, plots, scaling, tables
+
+
+def _record(impl, workers, logical, metrics=None, status="OK"):
+    return {
+        "implementation": impl,
+        "status": status,
+        "params": {"workers": workers},
+        "query": {"name": "triangle"},
+        "dataset": {"name": "g"},
+        "logical": logical,
+        "metrics": metrics or {},
+    }
+
+
+def _bigjoin(workers, received_per_round, index_bytes, in_flight=(10, 16)):
+    return _record(
+        "bigjoin",
+        workers,
+        {
+            "worker_load_per_round": received_per_round,
+            "index": {"bytes_per_worker": index_bytes},
+            "peak_prefixes_in_flight_per_worker": in_flight[0],
+            "peak_prefixes_in_flight": in_flight[1],
+            "peak_bytes_in_flight_per_worker": 1000,
+        },
+    )
+
+
+def test_bigjoin_loads_are_the_busiest_and_mean_worker_over_rounds_and_in_the_worst_round():
+    loads = scaling.loads(_bigjoin(2, [[5, 1], [2, 8]], [400, 600]))
+    assert loads.received_total == scaling.Spread(9, 8.0)  # worker 1: 1 + 8; mean (7 + 9) / 2
+    assert loads.received_worst_round == scaling.Spread(8, 5.0)
+    assert (loads.communication, loads.rounds, loads.critical_path) == (16, 2, 13)  # 5 + 8
+    assert loads.index_bytes == scaling.Spread(600, 500.0)
+    assert loads.in_flight == scaling.Spread(10, 8.0)
+
+
+def test_shares_holds_its_cell_and_binary_is_read_from_spark_s_stages():
+    shares = scaling.loads(_record("shares", 4, {"load_per_cell": [3, 5, 4]}))  # a worker idles
+    assert shares.index_bytes == scaling.Spread(5 * 16, 12 * 16 / 4)
+    assert (shares.rounds, shares.critical_path, shares.received_total.mean) == (1, 5, 3.0)
+    stages = [
+        {"phase": "query", "records": 10, "max_task_records": 6},
+        {"phase": "query", "records": 40, "max_task_records": 25},
+    ]
+    binary = scaling.loads(_record("binary", 2, {}, {"per_round": stages}))
+    assert binary.received_total is None and binary.index_bytes is None  # per task, not per worker
+    assert binary.received_worst_round == scaling.Spread(25, 20.0)
+    assert (binary.communication, binary.rounds, binary.critical_path) == (50, 2, 31)
+    assert scaling.loads(_record("binary", 2, {}, {"per_round": stages}, status="MEM")) is None
+
+
+def test_the_model_s_memory_per_worker_for_each_family():
+    bigjoin = _bigjoin(2, [[1, 1]], [400, 600])
+    assert memory_model.predict(bigjoin).bytes_per_worker == 600 + 1000
+    assert memory_model.predict(_record("shares", 4, {"max_cell_load": 7})).bytes_per_worker == 7 * 16
+    binary = _record("binary", 4, {"largest_intermediate_bytes": 4001})
+    assert memory_model.predict(binary).bytes_per_worker == 1001  # over W, rounded up
+    beside = memory_model.beside_model(bigjoin, [1200, 3600], [1000, 2000])
+    assert beside["measured_bytes"] == 3600 and beside["above_idle_bytes"] == 1600
+    assert (beside["measured_over_model"], beside["above_idle_over_model"]) == (2.25, 1.0)
+
+
+def test_the_scaling_table_and_figure_per_case_run_at_three_or_more_W(tmp_path):
+    records = [_bigjoin(w, [[8 // w] * w], [100 // w] * w) for w in (1, 2, 4)]
+    (table,) = tables.scaling_tables(records)
+    assert [c.header for c in table.columns][:3] == ["impl", "W", "index"] and table.row_count == 3
+    (figure,) = plots.scaling(records, tmp_path / "scaling.png")
+    assert figure.name == "scaling-triangle-on-g.png" and figure.stat().st_size > 10_000
+    assert tables.scaling_tables(records[:2]) == [] and plots.scaling(records[:2], tmp_path / "s.png") == []
+
+
+def test_the_memory_wall_is_drawn_from_capped_runs(tmp_path):
+    def capped(impl, cap, status, peak):
+        r = _record(impl, 2, {})
+        r["status"], r["params"]["memory_per_worker"] = status, f"{cap}m"
+        model = {"measured_bytes": peak << 20}
+        if status == "OK":
+            model |= {"predicted_bytes": 100 << 20, "measured_over_model": peak / 100, "above_idle_over_model": None}
+        r["metrics"]["memory_cap"] = {"cap_bytes": cap << 20, "model": model}
+        return r
+
+    records = [capped("bigjoin", 1024, "OK", 700), capped("bigjoin", 512, "OK", 480), capped("shares", 512, "MEM", 0)]
+    assert plots.memory_wall(records, tmp_path / "wall.png").stat().st_size > 10_000
+    assert plots.memory_wall([_record("bigjoin", 2, {})], tmp_path / "none.png") is None
+    assert tables.memory_model_table(records, "t").row_count == 2  # MEM has no measured peak to set beside
