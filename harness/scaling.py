@@ -42,7 +42,7 @@ def _spread(values: Sequence[float], workers: int) -> Spread:
 def _per_worker_rounds(record: dict) -> list[list[int]] | None:
     """Tuples each worker received, per round, where the run knows them per worker."""
     logical = record.get("logical") or {}
-    if logical.get("worker_load_per_round"):
+    if "worker_load_per_round" in logical:  # the BiGJoin family; none at W = 1, where nothing is exchanged
         return logical["worker_load_per_round"]
     if "load_per_cell" in logical:
         return [logical["load_per_cell"]]  # Shares: one round, a cell per worker (some may idle)
@@ -65,7 +65,7 @@ def loads(record: dict) -> Loads | None:
         if "load_per_cell" in logical:
             index = [cell * TUPLE_BYTES for cell in logical["load_per_cell"]]
         totals = [sum(r[i] for r in rounds if i < len(r)) for i in range(workers)]
-        worst = max(rounds, key=lambda r: max(r, default=0))
+        worst = max(rounds, key=lambda r: max(r, default=0), default=[])
         return Loads(
             workers,
             None if index is None else _spread(index, workers),

@@ -89,3 +89,9 @@ def test_the_memory_wall_is_drawn_from_capped_runs(tmp_path):
     assert plots.memory_wall(records, tmp_path / "wall.png").stat().st_size > 10_000
     assert plots.memory_wall([_record("bigjoin", 2, {})], tmp_path / "none.png") is None
     assert tables.memory_model_table(records, "t").row_count == 2  # MEM has no measured peak to set beside
+
+
+def test_bigjoin_at_one_worker_exchanges_nothing_and_still_has_its_index_and_prefixes():
+    loads = scaling.loads(_bigjoin(1, [], [900], in_flight=(7, 7)))
+    assert (loads.communication, loads.rounds, loads.critical_path) == (0, 0, 0)
+    assert loads.index_bytes == scaling.Spread(900, 900.0) and loads.in_flight == scaling.Spread(7, 7.0)
