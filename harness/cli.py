@@ -207,26 +207,28 @@ def _print_results(records: list[dict], title: str, wide: bool) -> None:
     run and the detail tables first."""
     if wide:
         console.print(results_table(records, title))
-        for extra in (
+        _print_present(
             logical_table(records, "logical counters (MPC model)"),
             shares_table(records, "Shares grid"),
             balance_table(records, "per-worker balance (BiGJoin family)"),
-        ):
-            if extra is not None:
-                console.print(extra)
+        )
         for line in summary_lines(records):
             console.print(line)
-    for detail in (  # a table, or a group of them (the delta table: one per case)
+    _print_present(  # a table, or a group of them (the delta table: one per case)
         critical_path_table(records, "critical path, MPC model (busiest worker's tuples, summed over rounds)"),
         delta_table(records, "delta throughput by batch size (Figure 6)"),
         memory_model_table(records, "busiest worker's resident peak beside the cost model (docs/memory-cap.md)"),
         memory_grid_table(records, "who finishes under a memory cap per worker (status, resident peak)"),
-    ):
-        if detail is not None:
-            console.print(detail)
-    for table in scaling_tables(records):
-        console.print(table)
+        *scaling_tables(records),
+    )
     _print_contests(records, wide)
+
+
+def _print_present(*tables) -> None:
+    """Print each table (or group of tables) a bench's records have: None where they have none."""
+    for table in tables:
+        if table is not None:
+            console.print(table)
 
 
 def _print_contests(records: list[dict], wide: bool) -> None:

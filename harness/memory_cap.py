@@ -28,11 +28,10 @@ from .params import parse_size
 V1_ROOT = Path("/sys/fs/cgroup/memory")
 V2_ROOT = Path("/sys/fs/cgroup")
 HEAP_SHARE = 0.4  # of the cap, the executor's heap; the rest is the JVM's off-heap and the Python workers
-# Spark's own floor for an executor is 1.5 times the 300 MiB it reserves, measured as the JVM's usable
-# heap, which is less than -Xmx by a survivor space.
 MIN_HEAP = 128 << 20
-# Spark keeps 300 MiB of the heap for itself and refuses a heap under 1.5 times that, which would put
-# every cap under 1.3 GiB below its heap's floor; a capped executor keeps a quarter of its heap instead.
+# Spark keeps 300 MiB of the heap for itself and refuses a heap under 1.5 times that (its usable heap,
+# less than -Xmx by a survivor space), which would put every cap under 1.3 GiB below its heap's floor;
+# a capped executor keeps a quarter of its heap instead.
 RESERVED_SHARE = 0.25
 MIN_CAP = 256 << 20  # below the heap's floor the cgroup alone bounds the executor (it will not start)
 

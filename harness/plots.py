@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .tables import case_name
+
 
 def shares_w_sweep(records: list[dict], path: Path) -> Path | None:
     """Shares over W: total tuples shipped and per-cell load, measured, against Appendix F's
@@ -11,7 +13,7 @@ def shares_w_sweep(records: list[dict], path: Path) -> Path | None:
     runs: dict[str, list[dict]] = {}
     for r in records:
         if r["status"] == "OK" and r.get("logical", {}).get("tuples_shipped_predicted") is not None:
-            runs.setdefault(f"{r['query'].get('name')} on {r['dataset'].get('name')}", []).append(r)
+            runs.setdefault(case_name(r), []).append(r)
     runs = {
         k: sorted(v, key=lambda r: r["params"]["workers"])
         for k, v in runs.items()
@@ -199,7 +201,7 @@ def memory_wall(records: list[dict], path: Path) -> Path | None:
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel("busiest worker's resident peak (MiB)")
     axes[0][0].legend(fontsize=7, title="solid: measured, dotted: model\nx: MEM at the cap", title_fontsize=7)
-    case = f"{runs[0]['query'].get('name')} on {runs[0]['dataset'].get('name')}"
+    case = case_name(runs[0])
     fig.suptitle(f"The memory wall: {case}, every implementation under the same cap per worker")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -236,7 +238,7 @@ def scaling(records: list[dict], path: Path) -> list[Path]:
     for r in records:
         measured = scaling_loads.loads(r)
         if measured is not None:
-            case = f"{r['query'].get('name')} on {r['dataset'].get('name')}"
+            case = case_name(r)
             tau = (r.get("logical") or {}).get("tau_star")
             cases.setdefault(case, {}).setdefault(r["implementation"], []).append((measured, tau))
     cases = {c: impls for c, impls in cases.items() if any(len({m.workers for m, _ in v}) > 2 for v in impls.values())}

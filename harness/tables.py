@@ -458,6 +458,11 @@ def communication(record: dict) -> tuple[int, str] | None:
     return None
 
 
+def case_name(record: dict) -> str:
+    """A run's query and graph, as tables and plots name a case: "clique4 on rmat-12"."""
+    return f"{record['query'].get('name')} on {record['dataset'].get('name')}"
+
+
 def memory_grid(records: list[dict]) -> tuple[list[str], dict[tuple[str, str, int], dict[str, str]]]:
     """(caps, largest first; {(case, implementation, W): {cap: cell}}) of the capped runs: each cell the
     status and the busiest worker's resident peak (`metrics.memory_cap`)."""
@@ -466,7 +471,7 @@ def memory_grid(records: list[dict]) -> tuple[list[str], dict[tuple[str, str, in
     caps = sorted(sizes, key=lambda c: -sizes[c])
     grid: dict[tuple[str, str, int], dict[str, str]] = {}
     for r in capped:
-        case = f"{r['query'].get('name')} on {r['dataset'].get('name')}"
+        case = case_name(r)
         measured = r["metrics"].get("memory_cap") or {}
         peaks = measured.get("resident_peak_per_worker_bytes") or measured.get("peak_per_worker_bytes") or []
         peak = f" {fmt_bytes(max(peaks))}" if peaks and r["status"] in ("OK", "UNVERIFIED", "VAL") else ""
@@ -490,7 +495,8 @@ def memory_grid_table(records: list[dict], title: str) -> Table | None:
 
 
 def memory_model_table(records: list[dict], title: str) -> Table | None:
-    """Each finished capped run's busiest worker: measured peak, idle, the model and the ratios."""
+    """Each finished capped run's busiest worker: measured peak, its idle before the run, the model and
+    the ratios."""
     rows = [r for r in records if ((r["metrics"].get("memory_cap") or {}).get("model") or {}).get("predicted_bytes")]
     if not rows:
         return None
@@ -498,17 +504,15 @@ def memory_model_table(records: list[dict], title: str) -> Table | None:
     for col in ("case", "impl", "W", "cap", "peak", "idle", "model", "÷model", "added÷model"):
         table.add_column(col, justify="left" if col in ("case", "impl") else "right")
     for r in sorted(rows, key=lambda r: (r["query"].get("name"), r["implementation"], r["params"].get("workers", 2))):
-        capped = r["metrics"]["memory_cap"]
-        model = capped["model"]
-        idle = max(capped.get("resident_idle_per_worker_bytes") or [0])
+        model = r["metrics"]["memory_cap"]["model"]
         added = model.get("above_idle_over_model")
         table.add_row(
-            f"{r['query'].get('name')} on {r['dataset'].get('name')}",
+            case_name(r),
             r["implementation"],
             str(r["params"].get("workers", 2)),
             r["params"]["memory_per_worker"],
             fmt_bytes(model["measured_bytes"]),
-            fmt_bytes(idle),
+            "-" if model.get("above_idle_bytes") is None else fmt_bytes(model["measured_bytes"] - model["above_idle_bytes"]),
             fmt_bytes(model["predicted_bytes"]),
             f"{model['measured_over_model']:.1f}",
             "-" if added is None else f"{added:.2f}",
@@ -525,9 +529,7 @@ def scaling_tables(records: list[dict]) -> list[Table]:
     for r in records:
         measured = loads(r)
         if measured is not None:
-            cases.setdefault(f"{r['query'].get('name')} on {r['dataset'].get('name')}", []).append(
-                (r["implementation"], measured)
-            )
+            cases.setdefault(case_name(r), []).append((r["implementation"], measured))
     tables = []
     for case, rows in sorted(cases.items()):
         if len({m.workers for _, m in rows}) < 3:
