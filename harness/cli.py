@@ -99,7 +99,7 @@ def cmd_run(args) -> int:
         attribute_order=tuple(args.order.split(",")) if args.order else None,
         allow_unverified=args.allow_unverified,
     )
-    record = Runner(args.master, args.workers).run(req)
+    record = Runner(args.master, args.workers, kernels=frozenset()).run(req)  # warms what the run calls
     path = Path(args.json) if args.json else RESULTS_DIR / "runs" / f"run-{record['run_id']}.json"
     write_json_atomic(path, record)
     if record["status"] == "DAT":
@@ -148,10 +148,12 @@ class _LiveColumn(ProgressColumn):
 
 def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
     """Run every request of a workload, writing each record to out_dir as it completes."""
+    from implementations import kernels_of
+
     from .runner import Runner
 
     requests = wl.requests()
-    runner = Runner(master, wl.workers[0])
+    runner = Runner(master, wl.workers[0], kernels=kernels_of({r.impl for r in requests}))
     records = []
     console.print(f"[bold]{wl.name}[/] ({wl.tier} tier): {len(requests)} runs -> {out_dir}")
     columns = (

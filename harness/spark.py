@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from .errors import DataError, ExecutionError
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _session = None
+_session_kernels: frozenset[str] = frozenset()  # the kernel families the session warmed
 # What the JVM prints to stderr as it starts, which says nothing about a run: Java's warning for the
 # incubator module Spark's launcher adds (jdk.incubator.vector) and Spark's notice of a shell's log level.
 STARTUP_CHATTER = (
@@ -52,14 +54,20 @@ def on_loopback(master: str) -> bool:
     return is_local(master) or master.split("://", 1)[-1].split(":", 1)[0] in ("127.0.0.1", "localhost")
 
 
-def get_session(master: str | None = None, workers: int = 2, executor_conf: dict[str, str] | None = None):
+def get_session(
+    master: str | None = None,
+    workers: int = 2,
+    executor_conf: dict[str, str] | None = None,
+    kernels: Collection[str] | None = None,
+):
     """Create (once) and return the process-wide SparkSession.
 
     `workers` is the number of logical workers: the partition count of every exchange. It can be
     changed later per run with `set_workers` because it is a runtime SQL setting. `executor_conf`
-    overrides the executors' settings (a memory cap's, memory_cap.executor_conf).
+    overrides the executors' settings (a memory cap's, memory_cap.executor_conf). `kernels`: the kernel
+    families (implementations.warm.FAMILIES) the session warms before it returns; None, all of them.
     """
-    global _session
+    global _session, _session_kernels
     if _session is not None:
         set_workers(_session, workers)
         return _session
@@ -131,23 +139,33 @@ def get_session(master: str | None = None, workers: int = 2, executor_conf: dict
             .config("spark.executorEnv.NUMBA_CACHE_DIR", numba_cache)
             .config("spark.executorEnv.HARNESS_STORE", str(store.root()))
         )
+    from implementations.warm import FAMILIES, FAMILIES_SETTING
+
+    families = frozenset(FAMILIES if kernels is None else kernels)
+    builder = builder.config(f"spark.executorEnv.{FAMILIES_SETTING}", ",".join(sorted(families)))
     for key, value in (executor_conf or {}).items():
         builder = builder.config(key, value)
     # The driver's kernels compile (or load) while the JVM starts; the workers start after, so a
     # local daemon loads them from the cache instead of compiling them a second time beside it.
     with ThreadPoolExecutor(1, thread_name_prefix="warm-up") as pool:
-        warming = pool.submit(_warm_driver)
+        warming = pool.submit(_warm_driver, families)
         _launch_jvm(builder)
         _session = builder.getOrCreate()
         _session.sparkContext.setLogLevel("ERROR")
         try:
             warming.result()  # re-raises what the warm-up raised
-            _warm_dataflow()
+            _warm_dataflow(families)
         except BaseException:
             stop_session()
             raise
+    _session_kernels = families
     _start_python_workers(_session, workers, None if is_local(master) else store.root())
     return _session
+
+
+def session_kernels() -> frozenset[str]:
+    """The kernel families the running session warmed (none without a session)."""
+    return _session_kernels if _session is not None else frozenset()
 
 
 def _launch_jvm(builder) -> None:
@@ -177,22 +195,22 @@ def _pass_stderr(stream) -> None:
 _warmed: set[str] = set()  # what this process has warmed: once is enough, whatever sessions follow
 
 
-def _warm_driver() -> None:
+def _warm_driver(families: frozenset[str]) -> None:
     """The kernels the driver runs (local-gj); not `warm.warm_up`, whose redirect of stdout would take
     the whole process's while the session starts, and whose one-level engine runs only in workers."""
     from implementations.warm import warm_local_gj
 
-    if "local-gj" not in _warmed:
+    if "local-gj" in families and "local-gj" not in _warmed:
         warm_local_gj()
         _warmed.add("local-gj")
 
 
-def _warm_dataflow() -> None:
+def _warm_dataflow(families: frozenset[str]) -> None:
     """The index build that the dataflow's warm-up exercises. After the context exists: its tasks run
     in process under a TaskContext, which a SparkContext being created would take for a worker's."""
     from implementations.warm import warm_dataflow
 
-    if "dataflow" not in _warmed:
+    if "dataflow" in families and "dataflow" not in _warmed:
         warm_dataflow()
         _warmed.add("dataflow")
 
@@ -205,7 +223,7 @@ def _import_worker_modules(probe: str | None):
 
         from implementations.warm import warm_up
 
-        warm_up()  # every kernel: at once in a worker forked from this machine's warmed daemon; elsewhere here
+        warm_up()  # the session's kernels: at once in a worker forked from this machine's warmed daemon; elsewhere here
         for _ in iterator:
             pass
         if probe is not None and not os.path.exists(probe):  # the store is not the same directory here

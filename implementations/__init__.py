@@ -32,6 +32,11 @@ REGISTRY: dict[str, type[Implementation]] = {
 }
 
 
+def kernels_of(names) -> frozenset[str]:
+    """The kernel families the named implementations use (unknown names: none; their runs fail alone)."""
+    return frozenset().union(*(REGISTRY[n].kernels for n in names if n in REGISTRY))
+
+
 def get(name: str) -> type[Implementation]:
     try:
         return REGISTRY[name]

@@ -79,6 +79,9 @@ class Implementation(ABC):
     # reports that as driver_load_s, so index_s holds only the implementation's own work.
     driver_edges: bool = False
     runs_in_driver: bool = False  # counts in the driver's process, which a per-worker memory cap does not bound
+    # The kernel families (implementations.warm.FAMILIES) its runs call, in the driver or in Python workers:
+    # a session warms those of the implementations it will run, before anything is timed.
+    kernels: frozenset[str] = frozenset()
     # The most edges it accepts (a toy for tiny graphs); prepare() refuses more, compare skips larger graphs.
     max_edges: int | None = None
     # The parameters it reads from ctx.params: anything else given is a DataError, and the CLI's flags

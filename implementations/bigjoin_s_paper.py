@@ -493,6 +493,7 @@ def _list_sizes(degrees: np.ndarray, kinds: np.ndarray) -> np.ndarray:
 
 class BiGJoinSPaper(BiGJoin):
     name = "bigjoin-s-paper"
+    kernels = frozenset({"dataflow", "one-level"})
     description = "BiGJoin-S as published: lookups travel to balanced indices, prefixes stay, then Balance"
     job_class = BalancedJob
     batches_class = AllWorkersFull

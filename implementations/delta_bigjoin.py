@@ -176,6 +176,7 @@ class DeltaFlow(DataflowJob):
 
 class DeltaBiGJoin(BiGJoin):
     name = "delta-bigjoin"
+    kernels = frozenset({"dataflow", "one-level"})
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
     maintains_updates = True
     dataflow_class = DeltaFlow  # count() of the initial graph: BiGJoin's dataflow on the current view

@@ -267,6 +267,7 @@ class LocalGenericJoin(Implementation):
     name = "local-gj"
     driver_edges = True
     runs_in_driver = True
+    kernels = frozenset({"local-gj"})
     description = "native single-threaded Generic Join (numba) on the driver: the COST baseline"
 
     def prepare(self) -> None:

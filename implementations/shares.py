@@ -36,6 +36,7 @@ _ARRANGEMENT = "shares:ranked-edges"
 
 class Shares(Implementation):
     name = "shares"
+    kernels = frozenset({"local-gj", "dataflow"})  # its cells run local-gj on CSR lists
     description = "Shares/HyperCube: optimal integer shares, one shuffle, local Generic Join per cell"
 
     def prepare(self) -> None:

@@ -14,8 +14,10 @@ the code."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -56,20 +58,26 @@ def signatures() -> int:
     return sum(len(d.overloads) for found in _dispatchers.values() for d in found)  # not .signatures: it hashes every type
 
 
-_warmed = False  # this process (or the daemon it was forked from) has run warm_up
+# The kernel families a session warms (an implementation's `kernels` names those its runs use), and the
+# environment variable that tells a Python worker daemon which (unset: all of them).
+FAMILIES = ("local-gj", "dataflow", "one-level")
+FAMILIES_SETTING = "HARNESS_WARM"
+_warmed: set[str] = set()  # the families this process (or the daemon it was forked from) has warmed
 
 
-def warm_up() -> None:
-    """Compile or load every kernel, with nothing written to stdout (the daemon's port goes there).
-    Once per process: a worker forked from a warmed daemon is warm already."""
-    global _warmed
-    if _warmed:
-        return
+def warm_up(families: Iterable[str] | None = None) -> None:
+    """Compile or load the kernels of `families` (default: those HARNESS_WARM names, else all), with
+    nothing written to stdout (the daemon's port goes there). Once per process and family: a worker
+    forked from a warmed daemon is warm already."""
+    if families is None:
+        setting = os.environ.get(FAMILIES_SETTING)
+        families = FAMILIES if setting is None else [f for f in setting.split(",") if f]
+    steps = {"local-gj": warm_local_gj, "dataflow": warm_dataflow, "one-level": warm_one_level}
     with contextlib.redirect_stdout(sys.stderr):
-        warm_local_gj()
-        warm_dataflow()
-        warm_one_level()
-    _warmed = True
+        for family in FAMILIES:  # in this order: the one-level warm-up builds the dataflow's index too
+            if family in families and family not in _warmed:
+                steps[family]()
+                _warmed.add(family)
 
 
 def warm_dataflow() -> None:
