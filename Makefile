@@ -53,14 +53,14 @@ test: java $(STAMP)
 # tests/test_cluster.py: a standalone master and two workers on free loopback ports, the same workload
 # there, an executor SIGKILLed mid-query, and no process left after the cluster stops.
 test-cluster: java $(STAMP)
-	$(PY) -m pytest -q -m cluster
+	$(PY) -m pytest -q -m cluster --durations=15
 
 # The property-based suites at full strength: 50 random graphs (up to 60 vertices, ids over all of
 # int64) and patterns per static implementation, 20 random update sequences of 10+ batches for
 # Delta-BiGJoin, every fixed graph; then the other tests marked `thorough`. CI runs it after `make test`.
 test-thorough: java $(STAMP)
-	HARNESS_HYPOTHESIS=thorough $(PY) -m pytest -q tests/test_conformance.py tests/test_delta.py
-	$(PY) -m pytest -q -m "thorough and not cluster" --ignore=tests/test_conformance.py --ignore=tests/test_delta.py
+	HARNESS_HYPOTHESIS=thorough $(PY) -m pytest -q tests/test_conformance.py tests/test_delta.py --durations=10
+	$(PY) -m pytest -q -m "thorough and not cluster" --ignore=tests/test_conformance.py --ignore=tests/test_delta.py --durations=10
 
 # Rerun results/baselines/gate.json and compare: counts and logical counters always bind; times are
 # paired (the baseline's commit rerun beside this tree, alternating trials) and bind, unless PAIRED=0,

@@ -49,15 +49,16 @@ def test_run_unknown_names_fail_fast(tmp_path):
         assert proc.returncode == 2 and len(error_lines(proc)) == 1 and message in error_lines(proc)[0]
 
 
-def test_run_prints_a_table_that_fits_100_columns_and_all_of_it_with_wide(tmp_path):
+def test_run_prints_a_table_that_fits_100_columns_and_no_start_up_chatter(tmp_path):
+    """Every column (--wide) and the JVM's chatter (--verbose) are the bench test's: run and bench print alike."""
     args = ["run", "--query", "triangle", "--dataset", "rmat-small", "--impl", "binary"]
     proc = harness(*args, "--json", str(tmp_path / "r.json"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "binary ran triangle on rmat-small (undirected, W=2) alone: OK in" in proc.stdout
-    assert "verified by" in proc.stdout and "shuffle rec" not in proc.stdout
+    assert "verified by" in proc.stdout and "shuffle rec" not in proc.stdout  # the full table only with --wide
     assert max(len(line) for line in proc.stdout.splitlines()) <= 100  # COLUMNS=200: it fits by itself
-    wide = harness(*args, "--wide", "--json", str(tmp_path / "w.json"))
-    assert wide.returncode == 0 and "shuffle rec" in wide.stdout
+    for chatter in CHATTER:  # Spark's start-up messages: only with --verbose
+        assert chatter not in proc.stderr, proc.stderr
 
 
 def test_bench_yaml_error_names_the_key_and_writes_nothing(tmp_path):
@@ -71,7 +72,7 @@ def test_bench_yaml_error_names_the_key_and_writes_nothing(tmp_path):
     assert not out.exists()
 
 
-def test_bench_runs_a_workload_end_to_end(tmp_path):
+def test_bench_runs_a_workload_end_to_end_with_every_column_and_the_jvm_s_chatter(tmp_path):
     workload = tmp_path / "mini.yaml"
     workload.write_text(
         "name: mini\nqueries: ['a-b,b-c,c-d,d-a']\nsemantics: [directed]\n"
@@ -79,7 +80,7 @@ def test_bench_runs_a_workload_end_to_end(tmp_path):
         "oracle: duckdb\n"
     )
     out = tmp_path / "results"
-    proc = harness("bench", str(workload), "--results", str(out))
+    proc = harness("bench", str(workload), "--wide", "--verbose", "--results", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     files = sorted(out.glob("*.json"))
     assert len(files) == 1
@@ -89,13 +90,8 @@ def test_bench_runs_a_workload_end_to_end(tmp_path):
         assert record["metrics"]["shuffle_records"] > 0
     assert "verified by" in proc.stdout and "duckdb" in proc.stdout  # the contest table
     assert "binary ran a-b,b-c,c-d,d-a on rmat:scale=8" in proc.stdout and "alone: OK in" in proc.stdout
-    assert max(len(line) for line in proc.stdout.splitlines()) <= 200  # COLUMNS=200: one result line per run
-    for chatter in CHATTER:  # Spark's start-up messages: only with --verbose
-        assert chatter not in proc.stderr, proc.stderr
-    wide = harness("bench", str(workload), "--wide", "--verbose", "--results", str(tmp_path / "wide"))
-    assert wide.returncode == 0 and "duckdb ✓" in wide.stdout and "shuffle rec" in wide.stdout
-    assert "shuffle rec" not in proc.stdout  # the full table only with --wide
-    assert "WARNING: Using incubator modules" in wide.stderr  # the JVM's own: log4j cannot silence it
+    assert "duckdb ✓" in proc.stdout and "shuffle rec" in proc.stdout  # --wide: every column
+    assert "WARNING: Using incubator modules" in proc.stderr  # --verbose; the JVM's own: log4j cannot silence it
 
 
 def test_a_contest_with_an_expected_timeout_prints_no_worker_tracebacks(tmp_path):

@@ -99,19 +99,18 @@ def assert_mem(record: dict, cap: str, phases: tuple[str, ...]) -> None:
 
 
 @needs_cgroup
-def test_too_small_a_cap_ends_MEM_for_binary_and_shares(tmp_path):
+def test_too_small_a_cap_ends_MEM_in_start_up_expected_by_the_workload(tmp_path):
     proc, by = capped_bench(
         tmp_path,
-        "queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary, shares]\nparams: {memory_per_worker: 300m}\n"
-        "expected_mem: [binary, shares]\n",
+        "queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [shares]\nparams: {memory_per_worker: 300m}\n"
+        "expected_mem: [shares]\n",
     )
-    assert set(by) == {("binary", "300m"), ("shares", "300m")}, proc.stdout + proc.stderr
-    for record in by.values():
-        assert_mem(record, "300.0 MiB", ("start-up",))  # Spark's executor and a Python worker need more
-    assert "MEM binary triangle on rmat-small: worker" in proc.stderr and "(expected by the workload)" in proc.stderr
-    assert proc.returncode == 0 and all(r["mem_expected"] for r in by.values())
+    assert set(by) == {("shares", "300m")}, proc.stdout + proc.stderr
+    assert_mem(by[("shares", "300m")], "300.0 MiB", ("start-up",))  # Spark's executor and a Python worker need more
+    assert "MEM shares triangle on rmat-small: worker" in proc.stderr and "(expected by the workload)" in proc.stderr
+    assert proc.returncode == 0 and by[("shares", "300m")]["mem_expected"]
     grid = proc.stdout[proc.stdout.index("who finishes under a memory cap") :].splitlines()
-    assert any("triangle on rmat-small" in line and "binary" in line and "MEM" in line for line in grid)
+    assert any("triangle on rmat-small" in line and "shares" in line and "MEM" in line for line in grid)
 
 
 @needs_cgroup
