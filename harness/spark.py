@@ -17,7 +17,6 @@ from .errors import DataError, ExecutionError
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _session = None
-_session_kernels: frozenset[str] = frozenset()  # the kernel families the session warmed
 # What the JVM prints to stderr as it starts, which says nothing about a run: Java's warning for the
 # incubator module Spark's launcher adds (jdk.incubator.vector) and Spark's notice of a shell's log level.
 STARTUP_CHATTER = (
@@ -67,7 +66,7 @@ def get_session(
     overrides the executors' settings (a memory cap's, memory_cap.executor_conf). `kernels`: the kernel
     families (implementations.warm.FAMILIES) the session warms before it returns; None, all of them.
     """
-    global _session, _session_kernels
+    global _session
     if _session is not None:
         set_workers(_session, workers)
         return _session
@@ -158,14 +157,8 @@ def get_session(
         except BaseException:
             stop_session()
             raise
-    _session_kernels = families
     _start_python_workers(_session, workers, None if is_local(master) else store.root())
     return _session
-
-
-def session_kernels() -> frozenset[str]:
-    """The kernel families the running session warmed (none without a session)."""
-    return _session_kernels if _session is not None else frozenset()
 
 
 def _launch_jvm(builder) -> None:
@@ -192,27 +185,21 @@ def _pass_stderr(stream) -> None:
                 os.write(2, line)
 
 
-_warmed: set[str] = set()  # what this process has warmed: once is enough, whatever sessions follow
-
-
 def _warm_driver(families: frozenset[str]) -> None:
     """The kernels the driver runs (local-gj); not `warm.warm_up`, whose redirect of stdout would take
-    the whole process's while the session starts, and whose one-level engine runs only in workers."""
-    from implementations.warm import warm_local_gj
+    the whole process's while the session starts, and whose one-level engine runs only in workers.
+    Once per process (`warm.warm_families`), whatever sessions follow."""
+    from implementations.warm import warm_families
 
-    if "local-gj" in families and "local-gj" not in _warmed:
-        warm_local_gj()
-        _warmed.add("local-gj")
+    warm_families(families & {"local-gj"})
 
 
 def _warm_dataflow(families: frozenset[str]) -> None:
     """The index build that the dataflow's warm-up exercises. After the context exists: its tasks run
     in process under a TaskContext, which a SparkContext being created would take for a worker's."""
-    from implementations.warm import warm_dataflow
+    from implementations.warm import warm_families
 
-    if "dataflow" in families and "dataflow" not in _warmed:
-        warm_dataflow()
-        _warmed.add("dataflow")
+    warm_families(families & {"dataflow"})
 
 
 def _import_worker_modules(probe: str | None):
