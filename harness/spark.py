@@ -12,7 +12,7 @@ from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import check_java, history, store
+from . import check_java, history, kernel_cache, store
 from .errors import DataError, ExecutionError
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -157,6 +157,9 @@ def get_session(
         except BaseException:
             stop_session()
             raise
+    executors_cache = _session.sparkContext.getConf().get("spark.executorEnv.NUMBA_CACHE_DIR", "")
+    if executors_cache:
+        kernel_cache.seed(Path(executors_cache))  # what the driver compiled, no executor compiles again
     _start_python_workers(_session, workers, None if is_local(master) else store.root())
     return _session
 
@@ -210,11 +213,13 @@ def _import_worker_modules(probe: str | None):
 
         from implementations.warm import warm_up
 
-        warm_up()  # the session's kernels: at once in a worker forked from this machine's warmed daemon; elsewhere here
         for _ in iterator:
             pass
-        if probe is not None and not os.path.exists(probe):  # the store is not the same directory here
+        if probe is not None and not os.path.exists(probe):  # the store is not the same directory here:
+            # say so before compiling anything into a kernel cache that would not be shared either
             yield pa.RecordBatch.from_pydict({"host": [socket.gethostname() + " " + os.environ.get("SPARK_LOCAL_IP", "")]})
+            return
+        warm_up()  # the session's kernels: at once in a worker forked from this machine's warmed daemon; elsewhere here
 
     return start
 

@@ -18,6 +18,7 @@ import os
 import shutil
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,14 @@ def signatures() -> int:
             if name.startswith("implementations.") and module is not None and name not in _dispatchers:
                 _dispatchers[name] = [v for v in vars(module).values() if isinstance(v, CPUDispatcher)]
     return sum(len(d.overloads) for found in _dispatchers.values() for d in found)  # not .signatures: it hashes every type
+
+
+def compiled_kernels() -> tuple[Path, str]:
+    """Where this process's numba caches the compiled kernels of this package (one directory), and one
+    of the package's files (under a NUMBA_CACHE_DIR, numba names that directory after its path)."""
+    from . import dataflow_kernels
+
+    return Path(dataflow_kernels.count_rows._cache._cache_path), dataflow_kernels.__file__
 
 
 # The kernel families a session warms (an implementation's `kernels` names those its runs use), and the

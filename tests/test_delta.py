@@ -206,6 +206,7 @@ SEQUENCES = (
 )
 
 
+@pytest.mark.property
 @settings(
     max_examples=SEQUENCES["examples"],
     deadline=None,
