@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import results
+from . import kernel_cache, results
 from .errors import DataError
 
 BASELINE_DIR = results.RESULTS_DIR / "baselines"
@@ -168,6 +168,7 @@ def run_paired(baseline: dict, trials: int, out_dir: Path, master: str | None = 
             capture_output=True,
         )
         try:
+            kernel_cache.share_with(old_tree)  # what both commits share, compiled once
             for trial in range(trials):
                 for side, tree in (("old", old_tree), ("new", results.REPO)):
                     target = out_dir / f"{side}-t{trial}"

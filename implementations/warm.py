@@ -64,7 +64,8 @@ def compiled_kernels() -> tuple[Path, str]:
     of the package's files (under a NUMBA_CACHE_DIR, numba names that directory after its path)."""
     from . import dataflow_kernels
 
-    return Path(dataflow_kernels.count_rows._cache._cache_path), dataflow_kernels.__file__
+    kernel: Any = dataflow_kernels.count_rows  # its cache is numba's internals, not in numba's stubs
+    return Path(kernel._cache._cache_path), dataflow_kernels.__file__
 
 
 # The kernel families a session warms (an implementation's `kernels` names those its runs use), and the

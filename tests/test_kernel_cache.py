@@ -1,9 +1,12 @@
 """A cluster's executors load the kernels the driver compiled: harness.kernel_cache.seed copies them
 where numba looks under the executors' NUMBA_CACHE_DIR, and a process using that directory loads
-every one of them from there (numba's own cache hits), compiling none."""
+every one of them from there (numba's own cache hits), compiling none. The gate's baseline checkout
+loads those of the modules it shares with this tree (share_with), and compiles those that differ or
+call one that differs."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,3 +37,35 @@ def test_an_executor_loads_what_the_driver_compiled(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     counted = json.loads(done.stdout.strip().splitlines()[-1])
     assert counted["hits"] > 0 and counted["misses"] == 0, counted
+
+
+def _other_tree(tmp_path: Path, changed: str | None = None) -> Path:
+    """A copy of the package elsewhere (as the gate's baseline checkout is), one module changed if named."""
+    tree = tmp_path / "other"
+    shutil.copytree(REPO / "implementations", tree / "implementations", ignore=shutil.ignore_patterns("__pycache__"))
+    if changed:
+        with open(tree / "implementations" / f"{changed}.py", "a") as module:
+            module.write("# changed\n")
+    return tree
+
+
+def test_another_checkout_loads_the_kernels_of_the_modules_it_shares(tmp_path):
+    warm_families(["local-gj"])
+    tree = _other_tree(tmp_path)
+    assert kernel_cache.share_with(tree) > 0
+    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{REPO}"}
+    done = subprocess.run([sys.executable, "-c", LOADS], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    counted = json.loads(done.stdout.strip().splitlines()[-1])
+    assert counted["hits"] > 0 and counted["misses"] == 0, counted
+
+
+def test_a_module_that_imports_a_changed_one_is_not_shared(tmp_path, monkeypatch):
+    from numba.core import config
+
+    monkeypatch.setattr(config, "CACHE_DIR", "")  # the other tree's cache beside its sources, as in CI
+    warm_families(["local-gj", "dataflow"])
+    tree = _other_tree(tmp_path, changed="extension_kernels")  # local_gj and the dataflow call its kernels
+    kernel_cache.share_with(tree)
+    cached = {p.name.split(".")[0] for p in (tree / "implementations" / "__pycache__").glob("*.nbi")}
+    assert "csr" in cached and not cached & {"extension_kernels", "local_gj", "dataflow_kernels"}, cached
