@@ -29,13 +29,6 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def store() -> Path:
-    """The session's store (HARNESS_STORE); the isolated clusters' hosts share it too, so the kernels
-    they cache there compile once per test session, not once per cluster."""
-    return Path(_CACHE)
-
-
-@pytest.fixture(scope="session")
 def runner(spark):
     from harness.runner import Runner
 

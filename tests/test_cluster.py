@@ -31,8 +31,9 @@ def tree_pids(c: standalone.Cluster) -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, store):
+def cluster(tmp_path_factory):
     directory = tmp_path_factory.mktemp("cluster")
+    store = tmp_path_factory.mktemp("store")
     c = standalone.up(
         directory, workers=2, cores=1, memory="3g", port=free_port(), webui_port=free_block(3), isolated=True, store=store
     )

@@ -141,11 +141,11 @@ def test_a_cap_is_hit_mid_query_and_a_large_one_gives_OK_with_the_same_count(tmp
 
 @needs_cgroup
 @pytest.mark.cluster
-def test_a_capped_isolated_cluster_runs_capped_and_ends_MEM_there(tmp_path, store):
+def test_a_capped_isolated_cluster_runs_capped_and_ends_MEM_there(tmp_path):
     from harness import cluster as standalone
     from harness.cluster import free_block, free_port
 
-    directory = tmp_path / "cluster"
+    directory, store = tmp_path / "cluster", tmp_path / "store"
     c = standalone.up(directory, 2, 1, "1g", free_port(), free_block(3), isolated=True, store=store, cap_bytes=512 << 20)
     try:
         env = {"HARNESS_STORE": str(store), "HARNESS_CLUSTER_DIR": str(directory)}  # run finds this cluster
