@@ -8,14 +8,16 @@ import subprocess
 import sys
 import tempfile
 import threading
+import uuid
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import check_java, history, kernel_cache, store
+from . import check_java, history, jvm_archive, kernel_cache, store
 from .errors import DataError, ExecutionError
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
+STORE_PROBE = "HARNESS_STORE_PROBE"  # the executors' environment: a file every host must see in the store
 _session = None
 # What the JVM prints to stderr as it starts, which says nothing about a run: Java's warning for the
 # incubator module Spark's launcher adds (jdk.incubator.vector) and Spark's notice of a shell's log level.
@@ -23,6 +25,7 @@ STARTUP_CHATTER = (
     b"WARNING: Using incubator modules:",
     b'Setting default log level to "',
     b"To adjust logging level use sc.setLogLevel(",
+    jvm_archive.DUMPED,
 )
 _verbose = False  # --verbose: the chatter too
 _reported: list[bytes] = []  # lines the harness says in its own words (`quiet`), dropped unless --verbose
@@ -80,7 +83,23 @@ def get_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers use this interpreter (and its packages) unless the user says otherwise.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from implementations.warm import FAMILIES
+
+    families = frozenset(FAMILIES if kernels is None else kernels)
+    probe = None if is_local(master) else _store_probe()
+    try:
+        _session = _start(_builder(master, workers, families, probe, executor_conf), master, workers, families, probe)
+    finally:
+        if probe is not None:
+            probe.unlink(missing_ok=True)
+    return _session
+
+
+def _builder(master: str, workers: int, families: frozenset[str], probe: Path | None, executor_conf: dict[str, str] | None):
+    """The session's settings."""
     from pyspark.sql import SparkSession
+
+    from implementations.warm import FAMILIES_SETTING
 
     scratch = Path(os.environ.get("HARNESS_SPARK_TMP", Path(tempfile.gettempdir()) / "harness-spark"))
     scratch.mkdir(parents=True, exist_ok=True)
@@ -89,7 +108,7 @@ def get_session(
         SparkSession.builder.master(master)
         .appName("subgraph-harness")
         .config("spark.driver.memory", os.environ.get("HARNESS_DRIVER_MEMORY", "8g"))
-        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.driver.extraJavaOptions", java_opts + jvm_archive.driver_options())
         # local-gj and the index builders collect the edges (LiveJournal: more than Spark's default 1g).
         .config("spark.driver.maxResultSize", os.environ.get("HARNESS_MAX_RESULT_SIZE", "6g"))
         .config("spark.executor.extraJavaOptions", java_opts)
@@ -130,43 +149,67 @@ def get_session(
         builder = builder.config("spark.python.daemon.module", "harness.spark_daemon").config(
             "spark.python.unix.domain.socket.enabled", "true"
         )
-    if not is_local(master):
+    if probe is not None:  # a cluster
         # Compiled kernels are cached in the store, so one host's compilation serves every host.
         numba_cache = os.environ.get("HARNESS_NUMBA_CACHE", str(store.root() / "numba-cache"))
         builder = (
             builder.config("spark.executor.memory", os.environ.get("HARNESS_EXECUTOR_MEMORY", "2g"))
             .config("spark.executorEnv.NUMBA_CACHE_DIR", numba_cache)
             .config("spark.executorEnv.HARNESS_STORE", str(store.root()))
+            .config(f"spark.executorEnv.{STORE_PROBE}", str(probe))
         )
-    from implementations.warm import FAMILIES, FAMILIES_SETTING
-
-    families = frozenset(FAMILIES if kernels is None else kernels)
     builder = builder.config(f"spark.executorEnv.{FAMILIES_SETTING}", ",".join(sorted(families)))
     for key, value in (executor_conf or {}).items():
         builder = builder.config(key, value)
-    # The driver's kernels compile (or load) while the JVM starts; the workers start after, so a
-    # local daemon loads them from the cache instead of compiling them a second time beside it.
-    with ThreadPoolExecutor(1, thread_name_prefix="warm-up") as pool:
+    return builder
+
+
+def _start(builder, master: str, workers: int, families: frozenset[str], probe: Path | None):
+    """The session, started: every kernel of `families` warm in the driver and its Python workers, and
+    on a cluster, every executor seeing the store's `probe`.
+
+    The driver's kernels compile (or load) while the JVM starts. A local daemon shares the driver's
+    cache and warms the families in the other order (warm.warm_up) beside the driver's dataflow
+    warm-up, so on a cold cache each compiles what the other has not reached. A cluster's workers start
+    after, once their cache in the store holds what the driver compiled (kernel_cache.seed)."""
+    session = None
+    with ThreadPoolExecutor(2, thread_name_prefix="warm-up") as pool:
         warming = pool.submit(_warm_driver, families)
-        _launch_jvm(builder)
-        _session = builder.getOrCreate()
-        _session.sparkContext.setLogLevel("ERROR")
         try:
+            _launch_jvm(builder)
+            session = builder.getOrCreate()
+            session.sparkContext.setLogLevel("ERROR")
+            local_workers = pool.submit(_start_python_workers, session, workers, None) if is_local(master) else None
             warming.result()  # re-raises what the warm-up raised
             _warm_dataflow(families)
+            if local_workers is not None:
+                local_workers.result()
+            if probe is not None:
+                executors_cache = session.sparkContext.getConf().get("spark.executorEnv.NUMBA_CACHE_DIR", "")
+                if executors_cache:
+                    kernel_cache.seed(Path(executors_cache))  # what the driver compiled, no executor compiles again
+                _start_python_workers(session, workers, probe)
+            jvm_archive.write(session.sparkContext._jvm.ProcessHandle.current().pid())
         except BaseException:
-            stop_session()
+            jvm_archive.abandon()
+            if session is not None:
+                session.stop()
             raise
-    executors_cache = _session.sparkContext.getConf().get("spark.executorEnv.NUMBA_CACHE_DIR", "")
-    if executors_cache:
-        kernel_cache.seed(Path(executors_cache))  # what the driver compiled, no executor compiles again
-    _start_python_workers(_session, workers, None if is_local(master) else store.root())
-    return _session
+    return session
+
+
+def _store_probe() -> Path:
+    """A file in the store for this session's executors to look for: a host that does not see it does
+    not see the store (spark_daemon then compiles nothing, and the session ends with DataError)."""
+    probe = store.root() / "scratch" / f".probe-{uuid.uuid4().hex}"
+    probe.parent.mkdir(parents=True, exist_ok=True)
+    probe.touch()
+    return probe
 
 
 def _launch_jvm(builder) -> None:
     """Launch Spark's JVM with the builder's settings, as getOrCreate would, but with its stderr through
-    `_pass_stderr`, which drops the start-up chatter (as the harness's daemon drops cancelled tasks'
+    `_pass`, which drops the start-up chatter (as the harness's daemon drops cancelled tasks'
     tracebacks), and start the process's first context on it. A later session reuses that JVM."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
@@ -174,18 +217,19 @@ def _launch_jvm(builder) -> None:
     if SparkContext._gateway is not None:
         return
     conf = SparkConf().setAll(builder._options.items())  # what getOrCreate passes to spark-submit
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    threading.Thread(target=_pass_stderr, args=(gateway.proc.stderr,), name="jvm-stderr", daemon=True).start()
+    gateway = launch_gateway(conf, popen_kwargs={"stdout": subprocess.PIPE, "stderr": subprocess.PIPE})
+    for stream, fd in ((gateway.proc.stdout, 1), (gateway.proc.stderr, 2)):
+        threading.Thread(target=_pass, args=(stream, fd), name=f"jvm-{fd}", daemon=True).start()
     SparkContext(conf=conf, gateway=gateway)  # getOrCreate then builds the session on it
 
 
-def _pass_stderr(stream) -> None:
-    """Copy the JVM's stderr (the executors' Python workers' too) to ours line by line, less its start-up
-    chatter unless --verbose."""
-    with contextlib.suppress(OSError, ValueError):  # our stderr closed: the process is ending
+def _pass(stream, fd: int) -> None:
+    """Copy the JVM's stdout or stderr (the executors' Python workers' too) to our `fd` line by line,
+    less its start-up chatter unless --verbose."""
+    with contextlib.suppress(OSError, ValueError):  # ours closed: the process is ending
         for line in iter(stream.readline, b""):
             if _verbose or not (line.startswith(STARTUP_CHATTER) or any(f in line for f in _reported)):
-                os.write(2, line)
+                os.write(fd, line)
 
 
 def _warm_driver(families: frozenset[str]) -> None:
@@ -215,8 +259,7 @@ def _import_worker_modules(probe: str | None):
 
         for _ in iterator:
             pass
-        if probe is not None and not os.path.exists(probe):  # the store is not the same directory here:
-            # say so before compiling anything into a kernel cache that would not be shared either
+        if probe is not None and not os.path.exists(probe):  # the store is not the same directory here
             yield pa.RecordBatch.from_pydict({"host": [socket.gethostname() + " " + os.environ.get("SPARK_LOCAL_IP", "")]})
             return
         warm_up()  # the session's kernels: at once in a worker forked from this machine's warmed daemon; elsewhere here
@@ -224,28 +267,19 @@ def _import_worker_modules(probe: str | None):
     return start
 
 
-def _start_python_workers(spark, workers: int, shared: Path | None) -> None:
+def _start_python_workers(spark, workers: int, probe: Path | None) -> None:
     """Start the Python worker processes (and their imports) as part of session start-up, so the first
-    measured job of a run does not pay for them; on a cluster, check that every executor sees the store."""
-    probe = None
-    if shared is not None:
-        probe = shared / "scratch" / f".probe-{spark.sparkContext.applicationId}"
-        probe.parent.mkdir(parents=True, exist_ok=True)
-        probe.touch()
-    try:
-        parallel = max(workers, spark.sparkContext.defaultParallelism)
-        blind = (
-            spark.range(0, parallel, 1, parallel)
-            .mapInArrow(_import_worker_modules(None if probe is None else str(probe)), "host string")
-            .collect()
-        )
-    finally:
-        if probe is not None:
-            probe.unlink(missing_ok=True)
+    measured job of a run does not pay for them; on a cluster, check that every executor sees the store's
+    `probe`."""
+    parallel = max(workers, spark.sparkContext.defaultParallelism)
+    blind = (
+        spark.range(0, parallel, 1, parallel)
+        .mapInArrow(_import_worker_modules(None if probe is None else str(probe)), "host string")
+        .collect()
+    )
     if blind:
-        stop_session()
         raise DataError(
-            f"{store.SETTING}={shared}: not visible from the executor on {blind[0].host.strip()}; "
+            f"{store.SETTING}={store.root()}: not visible from the executor on {blind[0].host.strip()}; "
             f"it must be one directory that every host mounts at the same path"
         )
 

@@ -1,7 +1,8 @@
 """PySpark's Python worker daemon, run as `python -m harness.spark_daemon` on this machine's executors
 (the session's `spark.python.daemon.module`): every kernel is compiled or loaded first (implementations.warm),
 so each worker it forks starts warm, even one that replaces a worker killed with a cancelled task; and
-workers print no tracebacks for cancelled tasks.
+workers print no tracebacks for cancelled tasks. On a host that does not see the session's store probe
+it compiles nothing: the session's first job reports that host and the session ends (harness.spark).
 
 When a run times out the harness cancels its Spark jobs; the JVM then closes the sockets of the Python
 workers still running, and each prints a BrokenPipeError (or ConnectionResetError) traceback to the
@@ -24,8 +25,12 @@ def print_exc(*args, **kwargs) -> None:
 
 
 if __name__ == "__main__":
+    import os
+
     from implementations.warm import warm_up
 
-    warm_up()  # before any fork; nothing on stdout, where the daemon reports its port
+    probe = os.environ.get("HARNESS_STORE_PROBE")  # harness.spark.STORE_PROBE, set on a cluster
+    if probe is None or os.path.exists(probe):  # else this host does not see the store: its cache would not be shared
+        warm_up()  # before any fork; nothing on stdout, where the daemon reports its port
     traceback.print_exc = print_exc  # daemon.manager's forked workers call traceback.print_exc
     daemon.manager()

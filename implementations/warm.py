@@ -77,20 +77,21 @@ _warmed: set[str] = set()  # the families this process (or the daemon it was for
 
 def warm_up(families: Iterable[str] | None = None) -> None:
     """`warm_families` of `families` (default: those HARNESS_WARM names, else all), with nothing written
-    to stdout (the daemon's port goes there)."""
+    to stdout (the daemon's port goes there). Last family first: a local daemon warms beside the driver,
+    which warms in FAMILIES' order, so on a cold cache each compiles what the other has not reached."""
     if families is None:
         setting = os.environ.get(FAMILIES_SETTING)
         families = FAMILIES if setting is None else [f for f in setting.split(",") if f]
     with contextlib.redirect_stdout(sys.stderr):
-        warm_families(families)
+        warm_families(families, FAMILIES[::-1])
 
 
-def warm_families(families: Iterable[str]) -> None:
-    """Compile or load the kernels of `families`, once per process and family: a worker forked from a
-    warmed daemon is warm already, and a later session in the driver's process warms nothing twice."""
+def warm_families(families: Iterable[str], order: tuple[str, ...] = FAMILIES) -> None:
+    """Compile or load the kernels of `families`, in `order`, once per process and family: a worker forked
+    from a warmed daemon is warm already, and a later session in the driver's process warms nothing twice."""
     wanted = set(families)
     steps = {"local-gj": warm_local_gj, "dataflow": warm_dataflow, "one-level": warm_one_level}
-    for family in FAMILIES:  # in this order: the one-level warm-up builds the dataflow's index too
+    for family in order:
         if family in wanted and family not in _warmed:
             steps[family]()
             _warmed.add(family)
