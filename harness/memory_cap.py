@@ -184,6 +184,9 @@ def heap_bytes(cap: int) -> int:
 
 
 CAP_CONF = "spark.harness.memoryPerWorker"  # the cap in bytes, for what sizes itself from it (BiGJoin's budget)
+# The busiest worker's resident bytes as a capped run begins (runtime SQL conf, set per run): the part of
+# the cap already taken by the executor JVM and its Python workers.
+IDLE_CONF = "spark.harness.idlePerWorker"
 
 
 def executor_conf(cap: int) -> dict[str, str]:

@@ -377,6 +377,7 @@ class Runner:
         spark = self.spark
         if self._capped is not None:
             self._capped.begin()
+            spark.conf.set(memory_cap.IDLE_CONF, str(max(self._capped.idle, default=0)))
         spark_factory.set_workers(spark, req.workers)
         record["spark"] = {
             "master": spark.sparkContext.master,

@@ -20,11 +20,13 @@ from typing import Any, cast
 import numpy as np
 
 from harness.errors import DataError
+from harness.memory_cap import CAP_CONF, IDLE_CONF
+from harness.params import human
 from harness.query import JoinSpec, in_query_order
 
 from . import distributed_index, exchange
 from .base import Implementation, Outcome, Param, RunContext
-from .budget import Budget, default_budget, parse_size, worker_memory
+from .budget import COPY_FACTOR, Budget, capped_budget, default_budget, parse_size, worker_memory
 from .dataflow import DataflowGroup, DataflowJob
 from .plan import ExtensionPlan
 from .prefix_extension import (
@@ -168,9 +170,17 @@ class BiGJoin(Implementation):
             if size < floor:
                 raise DataError(f"--memory-budget {given}: at least {floor} bytes (one prefix and one proposal)")
             return Budget(size, None, m, "--memory-budget")
-        memory, where = _worker_memory(self.ctx.spark, self.ctx.workers)
-        budget = default_budget(memory, self.index.partition_bytes())
-        return Budget(budget, None, m, f"default: a quarter of {where} less the index partition")
+        spark, index = self.ctx.spark, self.index.partition_bytes()
+        cap = spark.sparkContext.getConf().get(CAP_CONF)
+        if cap is not None:
+            idle = int(spark.conf.get(IDLE_CONF, "0") or 0)
+            source = (
+                f"default under a cap: (memory_per_worker={human(int(cap))} less {human(idle)} resident at the start "
+                f"and the index partition) / {COPY_FACTOR}, the copies in-flight data makes"
+            )
+            return Budget(capped_budget(int(cap), idle, index), None, m, source)
+        memory, where = _worker_memory(spark, self.ctx.workers)
+        return Budget(default_budget(memory, index), None, m, f"default: a quarter of {where} less the index partition")
 
     def job_args(self) -> dict:
         """Extra fields for every job of this implementation."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.memory_cap import CAP_CONF
 from harness.params import human, parse_size
 
 INT = 4  # bytes of an int32
@@ -23,6 +22,11 @@ MAX_BUDGET = 4 << 30
 # The share of a worker's memory the default budget takes: in-flight data is also copied into the
 # outgoing blobs and through the JVM's Arrow buffers, and the index and the interpreter need the rest.
 WORKER_MEMORY_SHARE = 4
+# Under a memory cap: the most a worker's resident memory grew above its idle, per byte the cost model
+# counts (index share + prefixes in flight), measured over clique4 on rmat-12 at W 2/4/8 and caps
+# 512m-1g (results/README.md, "The memory wall"): Arrow buffers in the JVM, numpy in Python, the
+# proposals, candidates and outgoing blobs each hold a copy of what is in flight.
+COPY_FACTOR = 21
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,7 @@ class Budget:
 def worker_memory(conf: dict, master: str, workers: int) -> tuple[int, str]:
     """(bytes, where from) of the memory Spark gives one worker: its executor's heap (the driver's, in
     local mode) over the tasks that executor runs at once, plus its share of the Python memory Spark
-    grants (spark.executor.pyspark.memory), if any. Under a memory cap per worker: the cap."""
-    if conf.get(CAP_CONF):
-        return int(conf[CAP_CONF]), f"memory_per_worker={human(int(conf[CAP_CONF]))}"
+    grants (spark.executor.pyspark.memory), if any. (Under a memory cap, `capped_budget` instead.)"""
     local = master.startswith("local")
     heap_key = "spark.driver.memory" if local else "spark.executor.memory"
     heap = parse_size(conf.get(heap_key, "1g"), heap_key)
@@ -87,4 +89,14 @@ def worker_memory(conf: dict, master: str, workers: int) -> tuple[int, str]:
 
 def default_budget(worker_bytes: int, index_bytes: int) -> int:
     """The default: a quarter of a worker's memory, less its index partition, within [16 MiB, 4 GiB]."""
-    return int(min(MAX_BUDGET, max(MIN_BUDGET, worker_bytes // WORKER_MEMORY_SHARE - index_bytes)))
+    return _clamped(worker_bytes // WORKER_MEMORY_SHARE - index_bytes)
+
+
+def capped_budget(cap: int, idle: int, index_bytes: int) -> int:
+    """The default under a cap of `cap` bytes per worker: what the cap leaves above the worker's idle
+    resident memory and its index partition, over the copies in-flight data makes, within [16 MiB, 4 GiB]."""
+    return _clamped((cap - idle - index_bytes) // COPY_FACTOR)
+
+
+def _clamped(budget: int) -> int:
+    return int(min(MAX_BUDGET, max(MIN_BUDGET, budget)))

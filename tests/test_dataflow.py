@@ -22,7 +22,7 @@ from harness.query import BUILTINS, make_join_spec
 from harness.runner import RunRequest
 from implementations import RunContext, block_index, distributed_index, exchange
 from implementations.bigjoin_carry import CarryPlan
-from implementations.budget import Budget, default_budget, parse_size, worker_memory
+from implementations.budget import COPY_FACTOR, Budget, capped_budget, default_budget, parse_size, worker_memory
 from implementations.local_gj import LocalGenericJoin
 from implementations.plan import ExtensionPlan
 from tests.strategies import connected_patterns, messy_graphs
@@ -199,10 +199,11 @@ def test_budget_sizes_and_the_default_rule():
     assert worker_memory(local, "local[*]", 1)[0] == 8 << 30
     cluster = {"spark.executor.memory": "2g", "spark.executor.cores": "1", "spark.executor.pyspark.memory": "1g"}
     assert worker_memory(cluster, "spark://127.0.0.1:7077", 4)[0] == 3 << 30
-    capped = {**cluster, "spark.harness.memoryPerWorker": str(2 << 30)}  # memory_cap.executor_conf's
-    assert worker_memory(capped, "spark://127.0.0.1:7077", 4) == (2 << 30, "memory_per_worker=2.0 GiB")
     assert default_budget(4 << 30, 100 << 20) == (1 << 30) - (100 << 20)
     assert default_budget(32 << 20, 0) == 16 << 20  # never below 16 MiB
+    # under a cap: what the cap leaves above the idle worker and the index, over the copies in flight
+    assert capped_budget(1 << 30, 430 << 20, 10 << 20) == (584 << 20) // COPY_FACTOR
+    assert capped_budget(512 << 20, 430 << 20, 0) == 16 << 20  # no room: the floor (the run ends MEM)
     budget = Budget(1 << 20, None, 3, "test")
     assert budget.proposals(2) == (1 << 20) // 4 and budget.proposals(1) == (1 << 20) // (4 * 6)
 
