@@ -24,10 +24,10 @@ pytestmark = pytest.mark.thorough
 REPO = Path(__file__).resolve().parent.parent
 WORKLOAD = """\
 name: paired-slowdown
-description: local-gj's triangles on rmat-17 (about 1.4 s a query), three trials
+description: local-gj's triangles on rmat-16 (about 0.6 s a query), three trials
 queries: [triangle]
 semantics: [undirected]
-datasets: [rmat-17]
+datasets: [rmat-16]
 implementations: [local-gj]
 trials: 3
 timeout_s: 300
