@@ -2,12 +2,13 @@
 once per checkout and Spark build, then mapped by every later driver JVM, which so starts a session
 about 6 s sooner on this machine (19-23 s to 15 s, warm kernels).
 
-Java 17 cannot create the archive on demand, so the first session that finds none (and claims the
-writing of it) starts its JVM ready to dump its classes, and has it write them (`jcmd VM.cds
-dynamic_dump`, about 9 s here, once) as the session's start-up ends, before anything is timed; the
-archive is renamed into place only once whole. The JVM ignores an archive built for another class
-path, and with cds logging off says nothing of it. A claim older than CLAIM_S whose archive never
-appeared is taken over. Without jcmd (a Java runtime without its tools) there is no archive."""
+Java 17 cannot create the archive on demand. The first session that finds none (and claims the
+writing of it) starts without one and starts a process of its own beside it (`python -m
+harness.jvm_archive`): a minimal local session whose JVM, once it has run a Python job, writes its
+classes (`jcmd VM.cds dynamic_dump`, about 25 s of one core, once). No measured JVM runs ready to dump.
+The archive is renamed into place only once whole; the JVM ignores one built for another class path,
+and with cds logging off says nothing of it. A claim older than CLAIM_S whose archive never appeared
+is taken over. Without jcmd (a Java runtime without its tools) there is no archive."""
 
 from __future__ import annotations
 
@@ -15,58 +16,67 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 CLAIM_S = 600.0
 SETTING = "HARNESS_JVM_ARCHIVE"  # "off": no archive, mapped or written
 QUIET = "-Xlog:cds*=off"  # a mismatched archive or an unarchivable class is not the run's business
-DUMPED = b" Dynamic dump to file "  # what the JVM prints on its stdout as it writes the archive
-_claimed: Path | None = None  # the archive this process's session is to write
 
 
 def driver_options() -> str:
-    """The driver JVM's options (to append to its extraJavaOptions): map the archive if there is one,
-    else be ready to write it if this session claims it, else nothing."""
-    global _claimed
+    """The driver JVM's options (to append to its extraJavaOptions): map the archive if there is one;
+    else, if this session claims its writing, start the process that writes it."""
     if os.environ.get(SETTING) == "off":
         return ""
     archive = _archive()
     if archive.exists():
         return f" -XX:SharedArchiveFile={archive} {QUIET}"
     if _jcmd() is not None and _claim(archive.with_suffix(".claim")):
-        _claimed = archive
-        return f" -XX:+RecordDynamicDumpInfo {QUIET}"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+        command = [sys.executable, "-m", "harness.jvm_archive", str(archive)]
+        subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     return ""
 
 
-def write(jvm_pid: int) -> None:
-    """If this process's session claimed the archive: its JVM, started, writes it now."""
-    global _claimed
-    if _claimed is None:
-        return
-    archive, _claimed = _claimed, None
+def write(archive: Path) -> None:
+    """A minimal local session, on loopback, whose JVM writes its classes to `archive` once it has run
+    a Python job. The claim goes with success; after a failure it stands until stale, so a broken
+    setup costs one attempt per CLAIM_S, not one per session."""
+    from pyspark.sql import SparkSession
+
     partial = archive.with_suffix(f".{os.getpid()}.part")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master("local[1]").appName("jvm-archive")
+    for key, value in {
+        "spark.driver.extraJavaOptions": f"-XX:+RecordDynamicDumpInfo {QUIET}",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.port": "0",  # any free port: the UI's classes are a session's too
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     try:
-        done = subprocess.run(
-            [str(_jcmd()), str(jvm_pid), "VM.cds", "dynamic_dump", str(partial)], capture_output=True, timeout=300
+        spark.range(0, 2, 1, 1).mapInArrow(_each, "id long").collect()
+        jvm: Any = spark.sparkContext._jvm
+        pid = jvm.java.lang.ProcessHandle.current().pid()
+        subprocess.run(
+            [str(_jcmd()), str(pid), "VM.cds", "dynamic_dump", str(partial)], check=True, capture_output=True, timeout=300
         )
-        if done.returncode == 0 and partial.exists():
-            os.replace(partial, archive)
-    except (OSError, subprocess.TimeoutExpired):
-        pass  # no archive: later sessions claim it again once the claim is stale
-    finally:
-        partial.unlink(missing_ok=True)
+        os.replace(partial, archive)
         archive.with_suffix(".claim").unlink(missing_ok=True)
+    finally:
+        spark.stop()
+        partial.unlink(missing_ok=True)
 
 
-def abandon() -> None:
-    """The session this process claimed the archive for did not start: another may write it."""
-    global _claimed
-    if _claimed is not None:
-        _claimed.with_suffix(".claim").unlink(missing_ok=True)
-        _claimed = None
+def _each(batches):
+    yield from batches
 
 
 def _java() -> Path:
@@ -104,3 +114,7 @@ def _claim(claim: Path) -> bool:
     except FileExistsError:
         return False
     return True
+
+
+if __name__ == "__main__":
+    write(Path(sys.argv[1]))

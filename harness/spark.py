@@ -25,7 +25,6 @@ STARTUP_CHATTER = (
     b"WARNING: Using incubator modules:",
     b'Setting default log level to "',
     b"To adjust logging level use sc.setLogLevel(",
-    jvm_archive.DUMPED,
 )
 _verbose = False  # --verbose: the chatter too
 _reported: list[bytes] = []  # lines the harness says in its own words (`quiet`), dropped unless --verbose
@@ -189,9 +188,7 @@ def _start(builder, master: str, workers: int, families: frozenset[str], probe: 
                 if executors_cache:
                     kernel_cache.seed(Path(executors_cache))  # what the driver compiled, no executor compiles again
                 _start_python_workers(session, workers, probe)
-            jvm_archive.write(session.sparkContext._jvm.ProcessHandle.current().pid())
         except BaseException:
-            jvm_archive.abandon()
             if session is not None:
                 session.stop()
             raise
@@ -209,7 +206,7 @@ def _store_probe() -> Path:
 
 def _launch_jvm(builder) -> None:
     """Launch Spark's JVM with the builder's settings, as getOrCreate would, but with its stderr through
-    `_pass`, which drops the start-up chatter (as the harness's daemon drops cancelled tasks'
+    `_pass_stderr`, which drops the start-up chatter (as the harness's daemon drops cancelled tasks'
     tracebacks), and start the process's first context on it. A later session reuses that JVM."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
@@ -217,19 +214,18 @@ def _launch_jvm(builder) -> None:
     if SparkContext._gateway is not None:
         return
     conf = SparkConf().setAll(builder._options.items())  # what getOrCreate passes to spark-submit
-    gateway = launch_gateway(conf, popen_kwargs={"stdout": subprocess.PIPE, "stderr": subprocess.PIPE})
-    for stream, fd in ((gateway.proc.stdout, 1), (gateway.proc.stderr, 2)):
-        threading.Thread(target=_pass, args=(stream, fd), name=f"jvm-{fd}", daemon=True).start()
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_pass_stderr, args=(gateway.proc.stderr,), name="jvm-stderr", daemon=True).start()
     SparkContext(conf=conf, gateway=gateway)  # getOrCreate then builds the session on it
 
 
-def _pass(stream, fd: int) -> None:
-    """Copy the JVM's stdout or stderr (the executors' Python workers' too) to our `fd` line by line,
-    less its start-up chatter unless --verbose."""
-    with contextlib.suppress(OSError, ValueError):  # ours closed: the process is ending
+def _pass_stderr(stream) -> None:
+    """Copy the JVM's stderr (the executors' Python workers' too) to ours line by line, less its start-up
+    chatter unless --verbose."""
+    with contextlib.suppress(OSError, ValueError):  # our stderr closed: the process is ending
         for line in iter(stream.readline, b""):
             if _verbose or not (line.startswith(STARTUP_CHATTER) or any(f in line for f in _reported)):
-                os.write(fd, line)
+                os.write(2, line)
 
 
 def _warm_driver(families: frozenset[str]) -> None:

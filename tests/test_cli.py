@@ -128,22 +128,19 @@ def test_the_subgraph_harness_command_is_the_harness(tmp_path):
 
 
 def test_the_jvm_s_start_up_chatter_is_dropped_and_every_other_line_passed_on(capfd, monkeypatch):
-    """What the JVM writes goes through harness.spark._pass: tracebacks and errors pass."""
+    """What the JVM writes to stderr goes through harness.spark._pass_stderr: tracebacks and errors pass."""
     lines = [
         b"WARNING: Using incubator modules: jdk.incubator.vector\n",
         b'Setting default log level to "WARN".\n',
         b"To adjust logging level use sc.setLogLevel(newLevel). For SparkR, use setLogLevel(newLevel).\n",
-        b" Dynamic dump to file /checkout/.cache/jvm/spark-4.3.0-0123456789abcdef.123.part\n",  # on stdout
         b"12:00:01 ERROR Executor: Exception in task 0.0 in stage 3.0\n",
         b"Traceback (most recent call last):\n",
     ]
-    for fd in (1, 2):
-        for verbose, shown in ((False, lines[4:]), (True, lines)):
-            monkeypatch.setattr(spark, "_verbose", verbose)
-            read, write = os.pipe()
-            os.write(write, b"".join(lines))
-            os.close(write)
-            with os.fdopen(read, "rb") as stream:
-                spark._pass(stream, fd)
-            out, err = capfd.readouterr()
-            assert (out, err) == ((b"".join(shown).decode(), "") if fd == 1 else ("", b"".join(shown).decode()))
+    for verbose, shown in ((False, lines[3:]), (True, lines)):
+        monkeypatch.setattr(spark, "_verbose", verbose)
+        read, write = os.pipe()
+        os.write(write, b"".join(lines))
+        os.close(write)
+        with os.fdopen(read, "rb") as stream:
+            spark._pass_stderr(stream)
+        assert capfd.readouterr().err == b"".join(shown).decode()

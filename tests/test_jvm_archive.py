@@ -1,48 +1,66 @@
-"""The driver JVM's class-data-sharing archive: claimed by one session, written once by its JVM,
-mapped by every later driver; a stale claim is taken over; HARNESS_JVM_ARCHIVE=off turns it off."""
+"""The driver JVM's class-data-sharing archive: its writing claimed by one session, done by a process of
+its own, then mapped by every later driver; a stale claim is taken over; HARNESS_JVM_ARCHIVE=off
+turns it off."""
 
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
+
+import pytest
 
 from harness import jvm_archive
 
-
-def _in(tmp_path, monkeypatch):
-    archive = tmp_path / "jvm" / "spark-x.jsa"
-    monkeypatch.setattr(jvm_archive, "_archive", lambda: archive)
-    monkeypatch.setattr(jvm_archive, "_claimed", None)
-    jcmd = tmp_path / "jcmd"
-    jcmd.write_text("")
-    monkeypatch.setattr(jvm_archive, "_jcmd", lambda: jcmd)
-    return archive
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_one_session_claims_the_writing_and_a_stale_claim_is_taken_over(tmp_path, monkeypatch):
-    archive = _in(tmp_path, monkeypatch)
-    assert "-XX:+RecordDynamicDumpInfo" in jvm_archive.driver_options()  # no archive: this session writes it
+    archive = tmp_path / "jvm" / "spark-x.jsa"
+    monkeypatch.setattr(jvm_archive, "_archive", lambda: archive)
+    monkeypatch.setattr(jvm_archive, "_jcmd", lambda: Path("/usr/bin/jcmd"))
+    started: list[list[str]] = []
+    monkeypatch.setattr(jvm_archive.subprocess, "Popen", lambda command, **_: started.append(command))
+    assert jvm_archive.driver_options() == ""  # no archive yet: this session runs without one...
+    assert started == [[sys.executable, "-m", "harness.jvm_archive", str(archive)]]  # ...and has it written
     assert archive.with_suffix(".claim").exists()
-    monkeypatch.setattr(jvm_archive, "_claimed", None)
-    assert jvm_archive.driver_options() == ""  # claimed by another, which is still starting
+    assert jvm_archive.driver_options() == "" and len(started) == 1  # claimed, being written
     stale = time.time() - jvm_archive.CLAIM_S - 1
     os.utime(archive.with_suffix(".claim"), (stale, stale))
-    assert "-XX:+RecordDynamicDumpInfo" in jvm_archive.driver_options()  # its JVM never wrote it
-    jvm_archive.abandon()  # that session did not start
-    assert not archive.with_suffix(".claim").exists()
+    assert jvm_archive.driver_options() == "" and len(started) == 2  # that writer never finished: again
     archive.write_bytes(b"x")
     assert jvm_archive.driver_options() == f" -XX:SharedArchiveFile={archive} {jvm_archive.QUIET}"
     monkeypatch.setenv(jvm_archive.SETTING, "off")
     assert jvm_archive.driver_options() == ""
 
 
-def test_a_failed_dump_leaves_no_archive_and_no_claim(tmp_path, monkeypatch):
-    archive = _in(tmp_path, monkeypatch)
-    jvm_archive.driver_options()
-    jvm_archive.write(2**22 + 1)  # the fake jcmd cannot run: no archive, and the claim is released
-    assert not archive.exists() and list(archive.parent.iterdir()) == []
+MAPS = """
+import sys
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.driver.extraJavaOptions", f"-XX:SharedArchiveFile={sys.argv[1]} -Xlog:class+load=info:file={sys.argv[2]}")
+         .getOrCreate())
+spark.stop()
+"""
 
 
-def test_the_test_session_s_driver_wrote_or_maps_the_archive(spark):
-    options = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
-    flags = [str(f) for f in options]
-    assert any(f.startswith("-XX:SharedArchiveFile=") for f in flags) or "-XX:+RecordDynamicDumpInfo" in flags, flags
-    assert jvm_archive._archive().exists()  # written as that session started, or before
+@pytest.mark.thorough
+def test_the_written_archive_is_whole_and_a_later_driver_maps_spark_s_classes_from_it(tmp_path):
+    archive = tmp_path / "spark.jsa"
+    archive.with_suffix(".claim").touch()
+    env = dict(os.environ, PYTHONPATH=str(REPO), SPARK_LOCAL_IP="127.0.0.1")
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.jvm_archive", str(archive)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert archive.stat().st_size > 10 << 20 and sorted(p.name for p in tmp_path.iterdir()) == ["spark.jsa"]  # no claim, no part
+    loads = tmp_path / "class-load.log"
+    script = tmp_path / "maps.py"
+    script.write_text(MAPS)
+    done = subprocess.run(
+        [sys.executable, str(script), str(archive), str(loads)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    shared = [line for line in loads.read_text().splitlines() if "org.apache.spark.SparkContext " in line]
+    assert shared and "source: shared objects file (top)" in shared[0], shared
