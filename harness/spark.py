@@ -17,7 +17,6 @@ from . import check_java, history, jvm_archive, kernel_cache, store
 from .errors import DataError, ExecutionError
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
-STORE_PROBE = "HARNESS_STORE_PROBE"  # the executors' environment: a file every host must see in the store
 _session = None
 # What the JVM prints to stderr as it starts, which says nothing about a run: Java's warning for the
 # incubator module Spark's launcher adds (jdk.incubator.vector) and Spark's notice of a shell's log level.
@@ -87,7 +86,7 @@ def get_session(
     families = frozenset(FAMILIES if kernels is None else kernels)
     probe = None if is_local(master) else _store_probe()
     try:
-        _session = _start(_builder(master, workers, families, probe, executor_conf), master, workers, families, probe)
+        _session = _start(_builder(master, workers, families, probe, executor_conf), workers, families, probe)
     finally:
         if probe is not None:
             probe.unlink(missing_ok=True)
@@ -155,7 +154,7 @@ def _builder(master: str, workers: int, families: frozenset[str], probe: Path | 
             builder.config("spark.executor.memory", os.environ.get("HARNESS_EXECUTOR_MEMORY", "2g"))
             .config("spark.executorEnv.NUMBA_CACHE_DIR", numba_cache)
             .config("spark.executorEnv.HARNESS_STORE", str(store.root()))
-            .config(f"spark.executorEnv.{STORE_PROBE}", str(probe))
+            .config(f"spark.executorEnv.{store.PROBE_SETTING}", str(probe))
         )
     builder = builder.config(f"spark.executorEnv.{FAMILIES_SETTING}", ",".join(sorted(families)))
     for key, value in (executor_conf or {}).items():
@@ -163,9 +162,9 @@ def _builder(master: str, workers: int, families: frozenset[str], probe: Path | 
     return builder
 
 
-def _start(builder, master: str, workers: int, families: frozenset[str], probe: Path | None):
+def _start(builder, workers: int, families: frozenset[str], probe: Path | None):
     """The session, started: every kernel of `families` warm in the driver and its Python workers, and
-    on a cluster, every executor seeing the store's `probe`.
+    on a cluster (a `probe`, None in local mode), every executor seeing the store's `probe`.
 
     The driver's kernels compile (or load) while the JVM starts. A local daemon shares the driver's
     cache and warms the families in the other order (warm.warm_up) beside the driver's dataflow
@@ -178,7 +177,7 @@ def _start(builder, master: str, workers: int, families: frozenset[str], probe: 
             _launch_jvm(builder)
             session = builder.getOrCreate()
             session.sparkContext.setLogLevel("ERROR")
-            local_workers = pool.submit(_start_python_workers, session, workers, None) if is_local(master) else None
+            local_workers = pool.submit(_start_python_workers, session, workers, None) if probe is None else None
             warming.result()  # re-raises what the warm-up raised
             _warm_dataflow(families)
             if local_workers is not None:

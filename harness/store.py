@@ -24,6 +24,7 @@ from .errors import DataError
 
 REPO = Path(__file__).resolve().parent.parent
 SETTING = "HARNESS_STORE"
+PROBE_SETTING = "HARNESS_STORE_PROBE"  # executors' environment: a file in the store every host must see
 _OLD_SETTING = "HARNESS_CACHE"  # the store's name before issue 20; still honoured
 
 
