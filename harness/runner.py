@@ -4,6 +4,7 @@ verify, and return the complete result record. Every failure becomes a typed sta
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import threading
 import time
@@ -634,6 +635,20 @@ def _maintainers() -> str:
     return f"{', '.join(names)} {'does' if len(names) == 1 else 'do'}"
 
 
+_WORKER_RAISED = "An exception was thrown from the Python worker"
+_LOST_TASK = re.compile(r"most recent failure: Lost task [^)]*\)[^:]*: (.*)")
+
+
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
+    """What went wrong, in one line: for a failed Spark task, the Python worker's exception or the JVM's
+    cause, not py4j's "An error occurred while calling o137.collectToPython"."""
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    if lines[0].startswith(_WORKER_RAISED):  # pyspark's PythonException: the worker's traceback follows
+        return f"Python worker: {lines[-1].strip()[:300]}"
+    cause = next((line[2:] for line in lines[1:] if line.startswith(": ")), None)  # py4j: the JVM's exception
+    if cause is None:
+        return lines[0][:300]
+    lost = _LOST_TASK.search(cause)  # Spark's "Job aborted ...: Lost task 1.0 in stage 0.0 (...): <why>"
+    return (lost.group(1) if lost else cause).strip()[:300]

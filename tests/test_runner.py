@@ -119,6 +119,28 @@ class _OffByOne(BinaryJoin):
         return super().matches(limit)[1:]
 
 
+class _BrokenWorker(BinaryJoin):
+    """An implementation whose Python worker raises: the run's one-line error must say what it raised."""
+
+    name = "broken-worker"
+
+    def count(self):
+        self.ctx.spark.range(2, numPartitions=1).mapInArrow(_raise, "id long").collect()
+        return super().count()
+
+
+def _raise(batches):
+    raise ValueError("the kernel broke")
+    yield from batches
+
+
+def test_a_worker_s_exception_is_the_EXE_line_not_py4j_s(runner, monkeypatch):
+    monkeypatch.setitem(implementations.REGISTRY, "broken-worker", _BrokenWorker)
+    record = runner.run(RunRequest("triangle", "rmat-small", "broken-worker"))
+    assert record["status"] == "EXE" and record["count"] is None
+    assert record["error"].endswith("Python worker: ValueError: the kernel broke"), record["error"]
+
+
 def test_wrong_count_is_VAL_with_counterexamples(runner, monkeypatch):
     monkeypatch.setitem(implementations.REGISTRY, "off-by-one", _OffByOne)
     record = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "off-by-one", oracle="networkx"))
