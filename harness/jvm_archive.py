@@ -5,16 +5,19 @@ about 6 s sooner on this machine (19-23 s to 15 s, warm kernels).
 Java 17 cannot create the archive on demand. The first session that finds none (and claims the
 writing of it) starts without one and starts a process of its own beside it (`python -m
 harness.jvm_archive`): a minimal local session whose JVM, once it has run a Python job, writes its
-classes (`jcmd VM.cds dynamic_dump`, about 25 s of one core, once). No measured JVM runs ready to dump.
-The archive is renamed into place only once whole; the JVM ignores one built for another class path,
-and with cds logging off says nothing of it. A claim older than CLAIM_S whose archive never appeared
-is taken over. Without jcmd (a Java runtime without its tools) there is no archive."""
+classes (`jcmd VM.cds dynamic_dump`, about 35 s, once). The session's start waits for it (`finish`),
+so no timed phase shares the machine with it, and no measured JVM runs ready to dump. The archive is
+renamed into place only once whole; the JVM ignores one built for another class path, and with cds
+logging off says nothing of it. A claim older than CLAIM_S whose archive never appeared is taken over.
+Without jcmd (a Java runtime without its tools) there is no archive."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -23,13 +26,16 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 CLAIM_S = 600.0
+WRITE_S = 240.0  # the longest a session's start waits for the writer (35 s here), which is then stopped
 SETTING = "HARNESS_JVM_ARCHIVE"  # "off": no archive, mapped or written
 QUIET = "-Xlog:cds*=off"  # a mismatched archive or an unarchivable class is not the run's business
+_writer: subprocess.Popen | None = None  # the process writing the archive, started by this process
 
 
 def driver_options() -> str:
     """The driver JVM's options (to append to its extraJavaOptions): map the archive if there is one;
     else, if this session claims its writing, start the process that writes it."""
+    global _writer
     if os.environ.get(SETTING) == "off":
         return ""
     archive = _archive()
@@ -38,8 +44,26 @@ def driver_options() -> str:
     if _jcmd() is not None and _claim(archive.with_suffix(".claim")):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
         command = [sys.executable, "-m", "harness.jvm_archive", str(archive)]
-        subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        _writer = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
     return ""
+
+
+def finish(wait: bool = True) -> None:
+    """The writer this process started, ended: waited for (at most WRITE_S), or stopped at once if not
+    `wait` (the session failed to start). A stopped writer leaves its claim to go stale."""
+    global _writer
+    if _writer is None:
+        return
+    writer, _writer = _writer, None
+    if wait:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            writer.wait(WRITE_S)
+            return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(writer.pid, signal.SIGKILL)  # its group: the writer and its JVM
+    writer.wait()
 
 
 def write(archive: Path) -> None:

@@ -169,7 +169,8 @@ def _start(builder, workers: int, families: frozenset[str], probe: Path | None):
     The driver's kernels compile (or load) while the JVM starts. A local daemon shares the driver's
     cache and warms the families in the other order (warm.warm_up) beside the driver's dataflow
     warm-up, so on a cold cache each compiles what the other has not reached. A cluster's workers start
-    after, once their cache in the store holds what the driver compiled (kernel_cache.seed)."""
+    after, once their cache in the store holds what the driver compiled (kernel_cache.seed). A JVM
+    archive being written (jvm_archive) is done before the session is returned."""
     session = None
     with ThreadPoolExecutor(2, thread_name_prefix="warm-up") as pool:
         warming = pool.submit(_warm_driver, families)
@@ -187,7 +188,9 @@ def _start(builder, workers: int, families: frozenset[str], probe: Path | None):
                 if executors_cache:
                     kernel_cache.seed(Path(executors_cache))  # what the driver compiled, no executor compiles again
                 _start_python_workers(session, workers, probe)
+            jvm_archive.finish()
         except BaseException:
+            jvm_archive.finish(wait=False)
             if session is not None:
                 session.stop()
             raise

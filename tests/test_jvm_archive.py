@@ -1,6 +1,6 @@
 """The driver JVM's class-data-sharing archive: its writing claimed by one session, done by a process of
-its own, then mapped by every later driver; a stale claim is taken over; HARNESS_JVM_ARCHIVE=off
-turns it off."""
+its own that the session's start waits for (or stops), then mapped by every later driver; a stale claim
+is taken over; HARNESS_JVM_ARCHIVE=off turns it off."""
 
 import os
 import subprocess
@@ -32,6 +32,18 @@ def test_one_session_claims_the_writing_and_a_stale_claim_is_taken_over(tmp_path
     assert jvm_archive.driver_options() == f" -XX:SharedArchiveFile={archive} {jvm_archive.QUIET}"
     monkeypatch.setenv(jvm_archive.SETTING, "off")
     assert jvm_archive.driver_options() == ""
+
+
+def test_the_session_s_start_waits_for_its_writer_or_stops_it(monkeypatch):
+    writer = subprocess.Popen(["sleep", "1"], start_new_session=True)
+    monkeypatch.setattr(jvm_archive, "_writer", writer)
+    jvm_archive.finish()
+    assert writer.returncode == 0 and jvm_archive._writer is None  # waited for: it ended on its own
+    writer = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    monkeypatch.setattr(jvm_archive, "_writer", writer)
+    started = time.monotonic()
+    jvm_archive.finish(wait=False)
+    assert writer.returncode == -9 and time.monotonic() - started < 10  # the session failed: stopped at once
 
 
 MAPS = """
