@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import kernel_cache, results
+from . import jvm_archive, kernel_cache, results
 from .errors import DataError
 
 BASELINE_DIR = results.RESULTS_DIR / "baselines"
@@ -169,6 +169,7 @@ def run_paired(baseline: dict, trials: int, out_dir: Path, master: str | None = 
         )
         try:
             kernel_cache.share_with(old_tree)  # what both commits share, compiled once
+            jvm_archive.share_with(old_tree)
             for trial in range(trials):
                 for side, tree in (("old", old_tree), ("new", results.REPO)):
                     target = out_dir / f"{side}-t{trial}"

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import store
+
 REPO = Path(__file__).resolve().parent.parent
 CLAIM_S = 600.0
 WRITE_S = 240.0  # the longest a session's start waits for the writer (35 s here), which is then stopped
@@ -64,6 +66,16 @@ def finish(wait: bool = True) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(writer.pid, signal.SIGKILL)  # its group: the writer and its JVM
     writer.wait()
+
+
+def share_with(other_tree: Path) -> None:
+    """This checkout's archive, hard-linked (or copied) into another checkout's place for it (the gate's
+    baseline commit, run with the same Java and Spark): its first session maps it, writing none."""
+    archive = _archive()
+    target = other_tree / archive.relative_to(REPO)
+    if archive.exists() and not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        store.link_or_copy(str(archive), str(target))
 
 
 def write(archive: Path) -> None:

@@ -87,7 +87,7 @@ def local_copy(stored: str) -> str:
         os.makedirs(os.path.dirname(local), exist_ok=True)
         tmp = f"{local}.{os.getpid()}.tmp"
         try:
-            _link_or_copy(stored, tmp)  # immutable: a hard link when the store is on this disk
+            link_or_copy(stored, tmp)  # immutable: a hard link when the store is on this disk
         except FileNotFoundError:
             raise _not_in_store(stored) from None
         os.replace(tmp, local)
@@ -113,11 +113,11 @@ def write_through(stored: str, write) -> str:
     store (a hard link when both are on one mount, as in local mode). Returns the local path."""
     local = cached_path(stored)
     _atomic(local, write)
-    _atomic(stored, lambda tmp: _link_or_copy(local, tmp))
+    _atomic(stored, lambda tmp: link_or_copy(local, tmp))
     return local
 
 
-def _link_or_copy(source: str, target: str) -> None:
+def link_or_copy(source: str, target: str) -> None:
     try:
         os.link(source, target)
     except OSError:  # another mount (EXDEV), or a store that has no hard links

@@ -76,3 +76,16 @@ def test_the_written_archive_is_whole_and_a_later_driver_maps_spark_s_classes_fr
     assert done.returncode == 0, done.stderr[-2000:]
     shared = [line for line in loads.read_text().splitlines() if "org.apache.spark.SparkContext " in line]
     assert shared and "source: shared objects file (top)" in shared[0], shared
+
+
+def test_another_checkout_gets_this_one_s_archive(tmp_path, monkeypatch):
+    here, there = tmp_path / "here", tmp_path / "there"
+    archive = here / ".cache" / "jvm" / "spark-x.jsa"
+    monkeypatch.setattr(jvm_archive, "REPO", here)
+    monkeypatch.setattr(jvm_archive, "_archive", lambda: archive)
+    jvm_archive.share_with(there)
+    assert not there.exists()  # none to share
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"classes")
+    jvm_archive.share_with(there)
+    assert (there / ".cache" / "jvm" / "spark-x.jsa").read_bytes() == b"classes"
