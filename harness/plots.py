@@ -230,7 +230,7 @@ SCALING_QUANTITIES = (
 
 def scaling(records: list[dict], path: Path) -> list[Path]:
     """Per query and graph, one panel per quantity against W (log-log): each implementation measured
-    (solid) beside the model's slope from its smallest W (dashed). Written where some implementation
+    (solid, with its fitted slope) beside the model's slope from its smallest W (dashed). Written where some implementation
     ran at three or more W; returns the figures written (path with the case in its name)."""
     from . import scaling as scaling_loads
 
@@ -258,7 +258,8 @@ def scaling(records: list[dict], path: Path) -> list[Path]:
                 if not points:
                     continue
                 w, y = zip(*points)
-                ax.plot(w, y, "o-", color=f"C{i}", label=impl)
+                fitted = scaling_loads.fitted_slope(points)
+                ax.plot(w, y, "o-", color=f"C{i}", label=impl if fitted is None else f"{impl}: slope {fitted:+.2f}")
                 predicted = slope(impl, runs[0][1])
                 if predicted is not None:
                     ax.plot(

@@ -13,6 +13,7 @@ round's busiest (whose sum is its critical path)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -90,3 +91,13 @@ def loads(record: dict) -> Loads | None:
         len(stages),
         sum(s["max_task_records"] for s in stages),
     )
+
+
+def fitted_slope(points: Sequence[tuple[float, float]]) -> float | None:
+    """The least-squares slope of log y against log W over (W, y) points with y > 0; None for fewer
+    than two distinct W."""
+    logs = [(math.log(w), math.log(y)) for w, y in points if y > 0]
+    if len({x for x, _ in logs}) < 2:
+        return None
+    mx, my = sum(x for x, _ in logs) / len(logs), sum(y for _, y in logs) / len(logs)
+    return sum((x - mx) * (y - my) for x, y in logs) / sum((x - mx) ** 2 for x, _ in logs)

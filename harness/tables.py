@@ -343,7 +343,7 @@ def critical_path_table(records: list[dict], title: str) -> Table | None:
         table.add_column(col, justify="left" if col in ("dataset", "query", "impl") else "right")
     for r in rows:
         lg = r["logical"]
-        worst, against = lg.get("max_round_load_skew"), lg["critical_path_tuples"] / max(plain[key(r)], 1)
+        worst, bigjoin_path = lg.get("max_round_load_skew"), plain[key(r)]  # bigjoin's; 0 at W = 1: nothing exchanged
         table.add_row(
             key(r)[0][:24],
             key(r)[1],
@@ -352,7 +352,7 @@ def critical_path_table(records: list[dict], title: str) -> Table | None:
             f"{worst:.2f}" if worst else "-",
             fmt_int(lg["critical_path_tuples"]),
             f"{lg['critical_path_over_balanced']:.2f}" if lg.get("critical_path_over_balanced") else "-",
-            f"{against:.2f}",
+            f"{lg['critical_path_tuples'] / bigjoin_path:.2f}" if bigjoin_path else "-",
         )
     return table
 

@@ -2,6 +2,8 @@
 beside a capped run's measured peak (harness/memory_model.py), and their tables and pictures, on
 hand-made records whose numbers are worked out here."""
 
+import pytest
+
 from harness import memory_model, plots, scaling, tables
 
 
@@ -95,3 +97,9 @@ def test_bigjoin_at_one_worker_exchanges_nothing_and_still_has_its_index_and_pre
     loads = scaling.loads(_bigjoin(1, [], [900], in_flight=(7, 7)))
     assert (loads.communication, loads.rounds, loads.critical_path) == (0, 0, 0)
     assert loads.index_bytes == scaling.Spread(900, 900.0) and loads.in_flight == scaling.Spread(7, 7.0)
+
+
+def test_the_fitted_slope_is_the_log_log_least_squares_line():
+    assert scaling.fitted_slope([(1, 64.0), (4, 16.0), (16, 4.0), (64, 1.0)]) == pytest.approx(-1.0)
+    assert scaling.fitted_slope([(2, 10.0), (8, 40.0), (8, 0.0)]) == pytest.approx(1.0)  # a zero has no logarithm
+    assert scaling.fitted_slope([(4, 10.0)]) is None
