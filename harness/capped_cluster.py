@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,9 +80,14 @@ class CappedWorkers:
             except BaseException as exc:  # re-raised below, in the caller's thread
                 box["error"] = exc
 
+        spark_factory.DRIVER_WARM.clear()
         thread = threading.Thread(target=open_session, daemon=True)
         thread.start()
-        hit = self.watch(thread, time.perf_counter() + START_S)
+        # START_S is the workers' start: the driver compiling its kernels first (a fresh clone's cold
+        # cache, minutes on a busy machine) is not counted in it.
+        hit = self.watch(thread, None, until=spark_factory.DRIVER_WARM.is_set)
+        if hit is None:
+            hit = self.watch(thread, time.perf_counter() + START_S)
         if thread.is_alive() or hit is not None:
             logs = self.handle.directory if self.handle else "?"
             self.stop()  # its executors gone, the start-up job fails and the thread ends
@@ -147,9 +153,10 @@ class CappedWorkers:
             self._members[i] = {pid: self._members[i].get(pid) or self._named([pid])[pid] for pid in now}
         return None
 
-    def watch(self, thread: threading.Thread, deadline: float | None) -> CapHit | None:
-        """Wait for `thread` until `deadline` (perf_counter seconds); a worker's first kill ends the wait."""
-        while thread.is_alive() and (deadline is None or time.perf_counter() < deadline):
+    def watch(self, thread: threading.Thread, deadline: float | None, until: Callable[[], bool] | None = None) -> CapHit | None:
+        """Wait for `thread` until `deadline` (perf_counter seconds) or `until()`; a worker's first kill
+        ends the wait."""
+        while thread.is_alive() and (deadline is None or time.perf_counter() < deadline) and not (until and until()):
             self.sample()
             hit = self.hit()
             if hit is not None:

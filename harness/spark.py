@@ -18,6 +18,7 @@ from .errors import DataError, ExecutionError
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _session = None
+DRIVER_WARM = threading.Event()  # set when a session's driver has warmed its kernels (harness.capped_cluster)
 # What the JVM prints to stderr as it starts, which says nothing about a run: Java's warning for the
 # incubator module Spark's launcher adds (jdk.incubator.vector) and Spark's notice of a shell's log level.
 STARTUP_CHATTER = (
@@ -181,6 +182,8 @@ def _start(builder, workers: int, families: frozenset[str], probe: Path | None):
             local_workers = pool.submit(_start_python_workers, session, workers, None) if probe is None else None
             warming.result()  # re-raises what the warm-up raised
             _warm_dataflow(families)
+            jvm_archive.finish()
+            DRIVER_WARM.set()
             if local_workers is not None:
                 local_workers.result()
             if probe is not None:
@@ -188,7 +191,6 @@ def _start(builder, workers: int, families: frozenset[str], probe: Path | None):
                 if executors_cache:
                     kernel_cache.seed(Path(executors_cache))  # what the driver compiled, no executor compiles again
                 _start_python_workers(session, workers, probe)
-            jvm_archive.finish()
         except BaseException:
             jvm_archive.finish(wait=False)
             if session is not None:
