@@ -370,6 +370,8 @@ def delta_rows(records: list[dict]) -> list[dict]:
         ratios = sorted(b["recompute_over_update"] for b in bs if b.get("recompute_over_update"))
         applied = [b["applied"] for b in bs if b.get("applied")]  # the versioned index's own report
         compactions = [a.get("compaction_s", 0.0) for a in applied if a.get("compacted")]
+        timed = [a["update_s"] for a in applied if "update_s" in a]  # runs recorded before 26 Nov lack it
+        recomputed = [b["recompute_s"] for b in bs if b.get("recompute_s") is not None]
         rows.append(
             {
                 "dataset": dataset,
@@ -381,9 +383,9 @@ def delta_rows(records: list[dict]) -> list[dict]:
                 "updates_per_s": size * len(bs) / sum(secs),
                 "changes_per_s": sum(b["output_changes"] for b in bs) / sum(secs),
                 "output_changes": sum(b["output_changes"] for b in bs) / len(bs),
-                "recompute_s": statistics.median([b["recompute_s"] for b in bs]) if ratios else None,
+                "recompute_s": statistics.median(recomputed) if recomputed else None,
                 "recompute_ratio": statistics.median(ratios) if ratios else None,
-                "update_s": statistics.median(a["update_s"] for a in applied) if applied else None,
+                "update_s": statistics.median(timed) if timed else None,
                 "compactions": len(compactions),
                 "compaction_s": max(compactions, default=None),
                 "agree": sum(1 for b in bs if b["agrees"]),

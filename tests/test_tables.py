@@ -6,11 +6,12 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.tables import delta_table, fmt_si
+from harness.tables import delta_rows, delta_table, fmt_si
 
 RUNS = Path(__file__).resolve().parent.parent / "results" / "runs"
 # Delta-BiGJoin on rmat-18: triangle with a BiGJoin recompute of every state, and clique4 without one.
 DELTA = [RUNS / "20261126T164956Z-326af0-delta", RUNS / "20261126T141708Z-7aa33a-delta"]
+OLD_DELTA = RUNS / "20261126T054557Z-5fb4cc-delta"  # recorded before the versioned index timed its batches
 
 
 def _records(*directories: Path) -> list[dict]:
@@ -47,3 +48,8 @@ def test_rates_keep_three_figures_and_an_si_prefix():
         "2.5 G",
     ]
     assert fmt_si(None) == "-"
+
+
+def test_delta_runs_recorded_before_update_s_still_summarise():
+    rows = delta_rows(_records(OLD_DELTA))
+    assert rows and all(row["update_s"] is None and row["batches"] > 0 for row in rows)  # make report summarises every run
