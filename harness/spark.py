@@ -172,6 +172,8 @@ def _start(builder, workers: int, families: frozenset[str], probe: Path | None):
     warm-up, so on a cold cache each compiles what the other has not reached. A cluster's workers start
     after, once their cache in the store holds what the driver compiled (kernel_cache.seed). A JVM
     archive being written (jvm_archive) is done before the session is returned."""
+    from implementations.warm import freeze_what_warming_left
+
     session = None
     with ThreadPoolExecutor(2, thread_name_prefix="warm-up") as pool:
         warming = pool.submit(_warm_driver, families)
@@ -182,6 +184,7 @@ def _start(builder, workers: int, families: frozenset[str], probe: Path | None):
             local_workers = pool.submit(_start_python_workers, session, workers, None) if probe is None else None
             warming.result()  # re-raises what the warm-up raised
             _warm_dataflow(families)
+            freeze_what_warming_left()
             jvm_archive.finish()
             DRIVER_WARM.set()
             if local_workers is not None:

@@ -28,10 +28,12 @@ if __name__ == "__main__":
     import os
 
     from harness.store import PROBE_SETTING
-    from implementations.warm import warm_up
+    from implementations.warm import freeze_what_warming_left, warm_up
 
     probe = os.environ.get(PROBE_SETTING)  # set on a cluster
     if probe is None or os.path.exists(probe):  # else this host does not see the store: its cache would not be shared
         warm_up()  # before any fork; nothing on stdout, where the daemon reports its port
+    if probe is None:
+        freeze_what_warming_left()
     traceback.print_exc = print_exc  # daemon.manager's forked workers call traceback.print_exc
     daemon.manager()
