@@ -90,8 +90,8 @@ def warm_up(families: Iterable[str] | None = None) -> None:
 def freeze_what_warming_left() -> None:
     """What compiling left alive (a cold cache: ~500K objects, 0.4 s a full collection) is never
     garbage: out of the collector's sight, no collection in a timed phase walks it and no forked
-    worker copies it. The driver and a local daemon only: under a memory cap it changes what a worker
-    holds, which the capped tests and the memory wall were not yet measured with."""
+    worker copies it. The driver and a local daemon only: in a capped worker it lowers what the worker
+    holds, and two capped tests need Shares to exceed 512m there (results/README, the memory wall)."""
     gc.freeze()
 
 
