@@ -1,6 +1,7 @@
 """The driver JVM's class-data-sharing archive (AppCDS): Spark's classes, loaded, parsed and verified
 once per checkout and Spark build, then mapped by every later driver JVM, which so starts a session
-about 6 s sooner on this machine (19-23 s to 15 s, warm kernels).
+about 6 s sooner on this machine (19-23 s to 15 s, warm kernels). Executors and a cluster's daemons on
+this machine map it too (`mapped_options`): an executor starts on 8 s of CPU instead of 12-13 s.
 
 Java 17 cannot create the archive on demand. The first session that finds none (and claims the
 writing of it) starts without one and starts a process of its own beside it (`python -m
@@ -42,7 +43,7 @@ def driver_options() -> str:
         return ""
     archive = _archive()
     if archive.exists():
-        return f" -XX:SharedArchiveFile={archive} {QUIET}"
+        return mapped_options()
     if _jcmd() is not None and _claim(archive.with_suffix(".claim")):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
         command = [sys.executable, "-m", "harness.jvm_archive", str(archive)]
@@ -50,6 +51,16 @@ def driver_options() -> str:
             command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
     return ""
+
+
+def mapped_options() -> str:
+    """Options that map the archive if this checkout has one, and nothing if not: for the JVMs that do
+    not write it (executors, a cluster's master and workers). Spark's daemons and executors load the
+    same jars as the driver; a JVM that does not see the file (an isolated host's private .cache)
+    starts without it, silently."""
+    if os.environ.get(SETTING) == "off" or not _archive().exists():
+        return ""
+    return f" -XX:SharedArchiveFile={_archive()} {QUIET}"
 
 
 def finish(wait: bool = True) -> None:

@@ -110,7 +110,7 @@ def _builder(master: str, workers: int, families: frozenset[str], probe: Path | 
         .config("spark.driver.extraJavaOptions", java_opts + jvm_archive.driver_options())
         # local-gj and the index builders collect the edges (LiveJournal: more than Spark's default 1g).
         .config("spark.driver.maxResultSize", os.environ.get("HARNESS_MAX_RESULT_SIZE", "6g"))
-        .config("spark.executor.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts + (jvm_archive.mapped_options() if on_loopback(master) else ""))
         .config("spark.ui.enabled", "true")
         .config("spark.ui.port", os.environ.get("HARNESS_UI_PORT", "4040"))
         .config("spark.ui.showConsoleProgress", "false")

@@ -89,3 +89,18 @@ def test_another_checkout_gets_this_one_s_archive(tmp_path, monkeypatch):
     archive.write_bytes(b"classes")
     jvm_archive.share_with(there)
     assert (there / ".cache" / "jvm" / "spark-x.jsa").read_bytes() == b"classes"
+
+
+def test_executors_and_a_cluster_s_daemons_map_the_archive_when_there_is_one(tmp_path, monkeypatch):
+    from harness import cluster
+
+    archive = tmp_path / "spark-x.jsa"
+    monkeypatch.setattr(jvm_archive, "_archive", lambda: archive)
+    monkeypatch.delenv(jvm_archive.SETTING, raising=False)
+    assert jvm_archive.mapped_options() == ""  # none written yet: nothing to map, nothing written
+    archive.write_bytes(b"classes")
+    assert jvm_archive.mapped_options() == f" -XX:SharedArchiveFile={archive} {jvm_archive.QUIET}"
+    lean = cluster._lean({"SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=4"})["SPARK_DAEMON_JAVA_OPTS"]
+    assert lean == f"{cluster.DAEMON_JAVA_OPTS} -XX:SharedArchiveFile={archive} {jvm_archive.QUIET} -XX:TieredStopAtLevel=4"
+    monkeypatch.setenv(jvm_archive.SETTING, "off")
+    assert jvm_archive.mapped_options() == ""
