@@ -24,6 +24,7 @@ from .errors import DataError, ExecutionError, MemoryCapExceeded
 from .params import human
 
 START_S = 180.0  # a session on capped workers that has not started by then will not
+REPEATED = " (as these workers last started; not started again)"
 POLL_S = 0.25  # how often a capped run looks for a worker's kill and samples its resident memory
 
 
@@ -62,13 +63,18 @@ class CappedWorkers:
     _kills: list[int] = field(default_factory=list)
     _members: list[dict[int, str]] = field(default_factory=list)
     start_hit: CapHit | None = None  # the kill that stopped the session's start, if one did
+    start_repeated: bool = False  # a run that found start_hit and so did not start the workers again
     _last_peaks: list[int] = field(default_factory=list)
     _resident: list[int] = field(default_factory=list)  # each worker's largest resident sample since `begin`
     idle: list[int] = field(default_factory=list)  # each worker's resident bytes when the run began
 
     def session(self):
         """Start the workers and a Spark session on them. A kill while it starts is MEM; a session
-        not started in START_S (executors that cannot launch) is EXE, not a hang."""
+        not started in START_S (executors that cannot launch) is EXE, not a hang. Workers killed as they
+        started are not started again for the next run at this cap and W: theirs is the same start."""
+        if self.start_hit is not None and self.handle is None:
+            self.start_repeated = True
+            raise MemoryCapExceeded(f"{self.start_hit.describe(self.cap)} in start-up{REPEATED}")
         url = self.start()
         spark_factory.quiet(b"Command exited with code 137")  # the kernel's kill: the run says MEM and names it
         os.environ.setdefault(store.SETTING, str(store.root()))  # the workers see the driver's store

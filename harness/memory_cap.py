@@ -18,6 +18,7 @@ import os
 import re
 import shlex
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,9 +139,19 @@ class Cgroup:
             return [int(p) for p in Path(self.path, "cgroup.procs").read_text().split()]
         return []
 
-    def remove(self) -> None:
-        with contextlib.suppress(OSError):
-            os.rmdir(self.path)
+    def remove(self, timeout_s: float = 10.0) -> None:
+        """Remove the group once empty: a process the kernel just killed leaves it a moment later."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.2)
 
 
 def logged_kills(group: Cgroup, last: int) -> list[tuple[str, int]]:

@@ -347,7 +347,8 @@ class Runner:
         if hit is not None or "OutOfMemoryError" in text:
             record["status"] = "MEM"
             heap = f"an executor's heap (-Xmx {human(memory_cap.heap_bytes(capped.cap))}) ran out"
-            record["error"] = f"{hit.describe(capped.cap) if hit else heap} in {phase}"
+            again = capped_cluster.REPEATED if capped.start_repeated else ""
+            record["error"] = f"{hit.describe(capped.cap) if hit else heap} in {phase}{again}"
             record["memory_cap_hit"] = {
                 "worker": hit.worker if hit else None,
                 "killed": hit.killed if hit else [],

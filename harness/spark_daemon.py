@@ -33,7 +33,6 @@ if __name__ == "__main__":
     probe = os.environ.get(PROBE_SETTING)  # set on a cluster
     if probe is None or os.path.exists(probe):  # else this host does not see the store: its cache would not be shared
         warm_up()  # before any fork; nothing on stdout, where the daemon reports its port
-    if probe is None:
-        freeze_what_warming_left()
+    freeze_what_warming_left()
     traceback.print_exc = print_exc  # daemon.manager's forked workers call traceback.print_exc
     daemon.manager()

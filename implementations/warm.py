@@ -90,8 +90,9 @@ def warm_up(families: Iterable[str] | None = None) -> None:
 def freeze_what_warming_left() -> None:
     """What compiling left alive (a cold cache: ~500K objects, 0.4 s a full collection) is never
     garbage: out of the collector's sight, no collection in a timed phase walks it and no forked
-    worker copies it. The driver and a local daemon only: in a capped worker it lowers what the worker
-    holds, and two capped tests need Shares to exceed 512m there (results/README, the memory wall)."""
+    worker copies it (its reference counts and the collector's links would touch every page they are
+    on). In the driver and every daemon: under a memory cap it is what lets BiGJoin's tasks fit above
+    the idle worker at 512m (results/README, the memory wall)."""
     gc.freeze()
 
 

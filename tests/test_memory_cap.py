@@ -83,6 +83,7 @@ needs_cgroup = pytest.mark.skipif(memory_cap.problem() is not None, reason="no w
 
 def capped_bench(tmp_path, yaml_text: str) -> tuple[subprocess.CompletedProcess, dict]:
     """Run a workload; its records by (implementation, cap), and check that the workers are gone."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     workload = tmp_path / "capped.yaml"
     workload.write_text(yaml_text)
     parent = memory_cap._parent()
@@ -104,28 +105,38 @@ def assert_mem(record: dict, cap: str, phases: tuple[str, ...]) -> None:
 def test_too_small_a_cap_ends_MEM_in_start_up_expected_by_the_workload(tmp_path):
     proc, by = capped_bench(
         tmp_path,
-        "queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [shares]\nparams: {memory_per_worker: 300m}\n"
-        "expected_mem: [shares]\n",
+        "queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [shares, binary]\nparams: {memory_per_worker: 300m}\n"
+        "expected_mem: [shares, binary]\n",
     )
-    assert set(by) == {("shares", "300m")}, proc.stdout + proc.stderr
-    assert_mem(by[("shares", "300m")], "300.0 MiB", ("start-up",))  # Spark's executor and a Python worker need more
+    assert set(by) == {("shares", "300m"), ("binary", "300m")}, proc.stdout + proc.stderr
+    for impl in ("shares", "binary"):  # Spark's executor and a Python worker need more
+        assert_mem(by[(impl, "300m")], "300.0 MiB", ("start-up",))
+        assert by[(impl, "300m")]["mem_expected"]
+    # binary's run did not start the workers that were killed as they started for shares' run
+    assert "not started again" in by[("binary", "300m")]["error"] and "not started again" not in by[("shares", "300m")]["error"]
     assert "MEM shares triangle on rmat-small: worker" in proc.stderr and "(expected by the workload)" in proc.stderr
-    assert proc.returncode == 0 and by[("shares", "300m")]["mem_expected"]
+    assert proc.returncode == 0
     grid = proc.stdout[proc.stdout.index("who finishes under a memory cap") :].splitlines()
-    assert any("triangle on rmat-small" in line and "shares" in line and "MEM" in line for line in grid)
+    assert any("triangle on rmat-small" in line and "binary" in line and "MEM" in line for line in grid)
 
 
 @needs_cgroup
 @pytest.mark.cluster
 def test_a_cap_is_hit_mid_query_and_a_large_one_gives_OK_with_the_same_count(tmp_path):
+    # Shares' cells on rmat-16, in Python: about 380 MiB above an idle worker of about 430 MiB, so
+    # 512m is clearly too small (on rmat-small, 512m was a coin toss between MEM and the page cache)
     proc, by = capped_bench(
-        tmp_path,
-        "queries: [clique4]\ndatasets: [rmat-small]\nimplementations: [shares, binary]\n"
-        "params: {memory_per_worker: [512m, 3g]}\ntimeout_s: 300\n",
+        tmp_path / "small",
+        "queries: [triangle]\ndatasets: [rmat-16]\nimplementations: [shares]\nparams: {memory_per_worker: 512m}\n",
     )
-    assert set(by) == {(i, c) for i in ("binary", "shares") for c in ("512m", "3g")}, proc.stdout + proc.stderr
-    assert_mem(by[("shares", "512m")], "512.0 MiB", ("index", "query"))  # its cells, in Python
+    assert set(by) == {("shares", "512m")}, proc.stdout + proc.stderr
+    assert_mem(by[("shares", "512m")], "512.0 MiB", ("index", "query"))
     assert proc.returncode != 0  # a MEM the workload did not expect
+    proc, by = capped_bench(
+        tmp_path / "large",
+        "queries: [clique4]\ndatasets: [rmat-small]\nimplementations: [shares, binary]\nparams: {memory_per_worker: 3g}\n",
+    )
+    assert set(by) == {("shares", "3g"), ("binary", "3g")} and proc.returncode == 0, proc.stdout + proc.stderr
     for impl in ("binary", "shares"):
         large = by[(impl, "3g")]
         assert large["status"] == "OK" and large["verified"], (large["status"], large["error"])
@@ -151,11 +162,15 @@ def test_a_capped_isolated_cluster_runs_capped_and_ends_MEM_there(tmp_path):
     c = standalone.up(directory, 2, 1, "1g", free_port(), free_block(3), isolated=True, store=store, cap_bytes=512 << 20)
     try:
         env = {"HARNESS_STORE": str(store), "HARNESS_CLUSTER_DIR": str(directory)}  # run finds this cluster
-        args = ["--query", "clique4", "--dataset", "rmat-small", "--master", c.url]
         runs = {}
-        for impl, cap in (("shares", "512m"), ("binary", "512m"), ("binary", "1g")):
+        for impl, cap, query, dataset in (
+            ("shares", "512m", "triangle", "rmat-16"),  # clearly too small a cap for its cells
+            ("binary", "512m", "clique4", "rmat-small"),
+            ("binary", "1g", "clique4", "rmat-small"),
+        ):
             out = tmp_path / f"{impl}-{cap}.json"
-            proc = harness("run", *args, "--impl", impl, "--memory-per-worker", cap, "--json", str(out), env=env)
+            args = ["--query", query, "--dataset", dataset, "--master", c.url, "--impl", impl, "--memory-per-worker", cap]
+            proc = harness("run", *args, "--json", str(out), env=env)
             runs[(impl, cap)] = (proc, json.loads(out.read_text()))
     finally:
         standalone.down(directory)
