@@ -91,8 +91,8 @@ def freeze_what_warming_left() -> None:
     """What compiling left alive (a cold cache: ~500K objects, 0.4 s a full collection) is never
     garbage: out of the collector's sight, no collection in a timed phase walks it and no forked
     worker copies it (its reference counts and the collector's links would touch every page they are
-    on). In the driver and every daemon: under a memory cap it is what lets BiGJoin's tasks fit above
-    the idle worker at 512m (results/README, the memory wall)."""
+    on). In the driver and every daemon: under a memory cap it leaves a forked task more room above the
+    idle worker (without it BiGJoin was MEM at 512m at W = 2 as well as at W = 4: results/README)."""
     gc.freeze()
 
 
