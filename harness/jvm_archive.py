@@ -43,7 +43,7 @@ def driver_options() -> str:
         return ""
     archive = _archive()
     if archive.exists():
-        return mapped_options()
+        return _mapping(archive)
     if _jcmd() is not None and _claim(archive.with_suffix(".claim")):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
         command = [sys.executable, "-m", "harness.jvm_archive", str(archive)]
@@ -58,9 +58,14 @@ def mapped_options() -> str:
     not write it (executors, a cluster's master and workers). Spark's daemons and executors load the
     same jars as the driver; a JVM that does not see the file (an isolated host's private .cache)
     starts without it, silently."""
-    if os.environ.get(SETTING) == "off" or not _archive().exists():
+    if os.environ.get(SETTING) == "off":
         return ""
-    return f" -XX:SharedArchiveFile={_archive()} {QUIET}"
+    archive = _archive()  # hashes the listing of Spark's jars: once per call
+    return _mapping(archive) if archive.exists() else ""
+
+
+def _mapping(archive: Path) -> str:
+    return f" -XX:SharedArchiveFile={archive} {QUIET}"
 
 
 def finish(wait: bool = True) -> None:
