@@ -18,6 +18,7 @@ from .errors import DataError, ExecutionError
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _session = None
+EXECUTOR_JAVA_OPTIONS = "spark.executor.extraJavaOptions"
 DRIVER_WARM = threading.Event()  # set when a session's driver has warmed its kernels (harness.capped_cluster)
 # What the JVM prints to stderr as it starts, which says nothing about a run: Java's warning for the
 # incubator module Spark's launcher adds (jdk.incubator.vector) and Spark's notice of a shell's log level.
@@ -110,7 +111,7 @@ def _builder(master: str, workers: int, families: frozenset[str], probe: Path | 
         .config("spark.driver.extraJavaOptions", java_opts + jvm_archive.driver_options())
         # local-gj and the index builders collect the edges (LiveJournal: more than Spark's default 1g).
         .config("spark.driver.maxResultSize", os.environ.get("HARNESS_MAX_RESULT_SIZE", "6g"))
-        .config("spark.executor.extraJavaOptions", java_opts + (jvm_archive.mapped_options() if on_loopback(master) else ""))
+        .config(EXECUTOR_JAVA_OPTIONS, java_opts + (jvm_archive.mapped_options() if on_loopback(master) else ""))
         .config("spark.ui.enabled", "true")
         .config("spark.ui.port", os.environ.get("HARNESS_UI_PORT", "4040"))
         .config("spark.ui.showConsoleProgress", "false")
@@ -159,6 +160,8 @@ def _builder(master: str, workers: int, families: frozenset[str], probe: Path | 
         )
     builder = builder.config(f"spark.executorEnv.{FAMILIES_SETTING}", ",".join(sorted(families)))
     for key, value in (executor_conf or {}).items():
+        if key == EXECUTOR_JAVA_OPTIONS:  # added to the session's own (its log settings and the archive)
+            value = f"{builder._options[key]} {value}"
         builder = builder.config(key, value)
     return builder
 

@@ -18,6 +18,10 @@ from harness.params import human, parse_size
 
 INT = 4  # bytes of an int32
 MIN_BUDGET = 16 << 20
+# Under a cap the budget may go far lower: a batch this small still proposes tens of thousands of
+# extensions (B' >= 2^20 / 32 at every level of a query of up to 5 attributes), and a cap that can hold
+# the index share plus such a batch is the paper's promise to keep (issue 39).
+MIN_CAPPED_BUDGET = 1 << 20
 MAX_BUDGET = 4 << 30
 # The share of a worker's memory the default budget takes: in-flight data is also copied into the
 # outgoing blobs and through the JVM's Arrow buffers, and the index and the interpreter need the rest.
@@ -94,9 +98,9 @@ def default_budget(worker_bytes: int, index_bytes: int) -> int:
 
 def capped_budget(cap: int, idle: int, index_bytes: int) -> int:
     """The default under a cap of `cap` bytes per worker: what the cap leaves above the worker's idle
-    resident memory and its index partition, over the copies in-flight data makes, within [16 MiB, 4 GiB]."""
-    return _clamped((cap - idle - index_bytes) // COPY_FACTOR)
+    resident memory and its index partition, over the copies in-flight data makes, within [1 MiB, 4 GiB]."""
+    return _clamped((cap - idle - index_bytes) // COPY_FACTOR, MIN_CAPPED_BUDGET)
 
 
-def _clamped(budget: int) -> int:
-    return int(min(MAX_BUDGET, max(MIN_BUDGET, budget)))
+def _clamped(budget: int, floor: int = MIN_BUDGET) -> int:
+    return int(min(MAX_BUDGET, max(floor, budget)))

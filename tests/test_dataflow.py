@@ -203,7 +203,8 @@ def test_budget_sizes_and_the_default_rule():
     assert default_budget(32 << 20, 0) == 16 << 20  # never below 16 MiB
     # under a cap: what the cap leaves above the idle worker and the index, over the copies in flight
     assert capped_budget(1 << 30, 430 << 20, 10 << 20) == (584 << 20) // COPY_FACTOR
-    assert capped_budget(512 << 20, 430 << 20, 0) == 16 << 20  # no room: the floor (the run ends MEM)
+    assert capped_budget(512 << 20, 430 << 20, 0) == (82 << 20) // COPY_FACTOR  # below uncapped runs' 16 MiB floor
+    assert capped_budget(512 << 20, 520 << 20, 0) == 1 << 20  # no room: the smallest batch (the run ends MEM)
     budget = Budget(1 << 20, None, 3, "test")
     assert budget.proposals(2) == (1 << 20) // 4 and budget.proposals(1) == (1 << 20) // (4 * 6)
 

@@ -35,6 +35,15 @@ def test_a_cap_is_a_size_an_executor_can_start_in():
     assert int(small["spark.testing.reservedMemory"]) == 32 << 20
 
 
+def test_a_capped_executor_gets_a_fresh_python_worker_per_task_and_its_java_options_beside_the_session_s():
+    from harness import spark
+
+    conf = memory_cap.executor_conf(512 << 20)
+    assert conf["spark.python.worker.reuse"] == "false"  # no run starts on what the last one left
+    options = spark._builder("spark://127.0.0.1:7077", 2, frozenset(), None, conf)._options["spark.executor.extraJavaOptions"]
+    assert "log4j2.configurationFile" in options and options.endswith(conf["spark.executor.extraJavaOptions"])
+
+
 def test_the_grid_has_a_row_per_implementation_and_W_and_a_column_per_cap_largest_first():
     def record(impl, workers, cap, cap_bytes, status, peaks):
         return {
