@@ -181,6 +181,13 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out + ["| " + " | ".join(row) + " |" for row in rows]
 
 
+def newest_run(records: list[dict]) -> list[dict]:
+    """The records of the newest directory among `records` (`load_runs`'): one run's picture, where a
+    cell's latest record from each of several runs would mix runs made under different settings."""
+    newest = max((r["_dir"] for r in records), default=None)
+    return [r for r in records if r["_dir"] == newest]
+
+
 def build(runs_dir: Path, out_dir: Path) -> Path:
     """Write out_dir/index.md and its PNGs; returns the page."""
     runs = load_runs(runs_dir)
@@ -254,7 +261,7 @@ def build(runs_dir: Path, out_dir: Path) -> Path:
         ),
         ("Shares over W (Appendix F)", plots.shares_w_sweep(everything, out_dir / "shares-w-sweep.png")),
         ("Delta throughput (Figure 6)", plots.delta_throughput(everything, out_dir / "delta-throughput.png")),
-        ("The memory wall (workload memory)", plots.memory_wall(runs.get("memory", []), out_dir / "memory-wall.png")),
+        ("The memory wall (workload memory)", plots.memory_wall(newest_run(runs.get("memory", [])), out_dir / "memory-wall.png")),
     ]
     for title, png in sections:
         lines += [f"## {title}", ""]

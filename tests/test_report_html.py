@@ -14,6 +14,24 @@ RUNS = Path(__file__).resolve().parent.parent / "results" / "runs"
 RECORDED = ["20261123T133942Z-41adb2-shares", "20261122T052307Z-ede900-batch-sweep"]
 
 
+def test_the_memory_wall_is_drawn_from_its_newest_run_alone(tmp_path):
+    import json
+
+    for directory, caps in (("20261101T000000Z-a-memory", ["1g", "640m"]), ("20261102T000000Z-b-memory", ["1g", "448m"])):
+        (tmp_path / directory).mkdir()
+        for i, cap in enumerate(caps):
+            record = {"workload": "memory", "implementation": "bigjoin", "status": "OK", "semantics": "undirected"}
+            record |= {"query": {"name": "clique4"}, "dataset": {"name": "g"}, "params": {"workers": 2, "memory_per_worker": cap}}
+            (tmp_path / directory / f"{i}.json").write_text(json.dumps(record))
+    runs = report.load_runs(tmp_path)["memory"]
+    assert {r["params"]["memory_per_worker"] for r in runs} == {"1g", "640m", "448m"}  # each cell's latest
+    newest = report.newest_run(runs)
+    assert {r["params"]["memory_per_worker"] for r in newest} == {"1g", "448m"} and {r["_dir"] for r in newest} == {
+        "20261102T000000Z-b-memory"
+    }
+    assert report.newest_run([]) == []
+
+
 def _browser() -> str:
     found = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
     if found is None:
