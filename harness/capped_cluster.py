@@ -6,6 +6,7 @@ They see the same files as the driver (the store included); what they do not sha
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import signal
@@ -138,9 +139,12 @@ class CappedWorkers:
         return {**memory_cap.executor_conf(self.cap), "spark.executorEnv.NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR", "")}
 
     def begin(self) -> None:
-        """A run starts: count kills from now and restart each worker's peak."""
+        """A run starts: without the Python workers the last run left, counting kills from now, each
+        worker's peak restarted."""
         self.start_hit = None
         groups = self.handle.caps() if self.handle else []
+        for g in groups:
+            _stop_idle_python_workers(g.pids())
         self._kills = [g.oom_kills() for g in groups]
         self._members = [self._named(g.pids()) for g in groups]
         self.idle = [g.resident() for g in groups]
@@ -205,6 +209,22 @@ class CappedWorkers:
             cluster.down(Path(self.handle.directory))
             shutil.rmtree(self.handle.directory, ignore_errors=True)
             self.handle = None
+
+
+def _stop_idle_python_workers(pids: list[int]) -> None:
+    """Stop the Python workers the last run left idle (Spark reuses them, and each keeps the heap its
+    tasks grew, so the next run would start on it); their daemon stays and forks fresh ones."""
+    workers = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            process = psutil.Process(pid)
+            parent = process.parent()
+            if process.name().startswith("python") and parent is not None and parent.name().startswith("python"):
+                workers.append(process)
+    for process in workers:
+        with contextlib.suppress(psutil.Error):
+            process.terminate()
+    psutil.wait_procs(workers, timeout=5)
 
 
 def _role(command: str) -> str:

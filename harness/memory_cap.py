@@ -210,9 +210,6 @@ def executor_conf(cap: int) -> dict[str, str]:
         # (200 MiB by default); a larger block is fetched to disk.
         "spark.network.maxRemoteBlockSizeFetchToMem": str(heap // 4),
         "spark.executor.cores": "1",
-        # A fresh Python worker per task (forked from the warmed daemon): a reused one keeps the heap its
-        # last task grew, so each run would start on what the runs before it left (issue 39).
-        "spark.python.worker.reuse": "false",
         # C1 only: C2's code cache and compiler arenas grew a capped executor by 20-30 MiB in a run, whatever
         # the run held (measured with -XX:NativeMemoryTracking=summary); times under a cap are not the point.
         "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",  # after the session's own (harness.spark)

@@ -4,8 +4,10 @@ cap large enough gives OK with the verified count. Refusals are one line, before
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -35,13 +37,38 @@ def test_a_cap_is_a_size_an_executor_can_start_in():
     assert int(small["spark.testing.reservedMemory"]) == 32 << 20
 
 
-def test_a_capped_executor_gets_a_fresh_python_worker_per_task_and_its_java_options_beside_the_session_s():
+def test_a_capped_executor_gets_its_java_options_beside_the_session_s():
     from harness import spark
 
     conf = memory_cap.executor_conf(512 << 20)
-    assert conf["spark.python.worker.reuse"] == "false"  # no run starts on what the last one left
     options = spark._builder("spark://127.0.0.1:7077", 2, frozenset(), None, conf)._options["spark.executor.extraJavaOptions"]
     assert "log4j2.configurationFile" in options and options.endswith(conf["spark.executor.extraJavaOptions"])
+
+
+def test_a_run_on_capped_workers_starts_without_the_python_workers_the_last_one_left():
+    import psutil
+
+    from harness.capped_cluster import _stop_idle_python_workers
+
+    # as on a capped worker: a shell for the executor, its Python daemon, and the worker the daemon forked
+    code = "import os, signal, time\nsignal.signal(signal.SIGCHLD, lambda *_: os.waitpid(-1, 0))\nos.fork()\ntime.sleep(60)"
+    executor = subprocess.Popen(["sh", "-c", f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}; true"])
+    try:
+        deadline = time.time() + 10
+        tree = []
+        while len(tree) < 2 and time.time() < deadline:
+            tree = psutil.Process(executor.pid).children(recursive=True)
+            time.sleep(0.05)
+        daemon = psutil.Process(executor.pid).children()[0]
+        (worker,) = daemon.children()
+        _stop_idle_python_workers([executor.pid, daemon.pid, worker.pid])
+        assert not psutil.pid_exists(worker.pid) or worker.status() == psutil.STATUS_ZOMBIE
+        assert daemon.is_running() and executor.poll() is None  # the daemon stays, to fork fresh workers
+    finally:
+        for process in psutil.Process(executor.pid).children(recursive=True):
+            process.kill()
+        executor.kill()
+        executor.wait()
 
 
 def test_the_grid_has_a_row_per_implementation_and_W_and_a_column_per_cap_largest_first():
