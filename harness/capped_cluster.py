@@ -26,6 +26,9 @@ from .params import human
 
 START_S = 180.0  # a session on capped workers that has not started by then will not
 REPEATED = " (as these workers last started; not started again)"
+# What the JVMs print when the kernel kills an executor (its exit code, and the driver's requests to it
+# that the closed connection dropped), which the run reports as MEM, with the worker and the process.
+KILL_ECHOES = (b"Command exited with code 137", b"TransportResponseHandler: Still have", b"TransportClient: Failed to send RPC")
 POLL_S = 0.25  # how often a capped run looks for a worker's kill and samples its resident memory
 
 
@@ -77,7 +80,8 @@ class CappedWorkers:
             self.start_repeated = True
             raise MemoryCapExceeded(f"{self.start_hit.describe(self.cap)} in start-up{REPEATED}")
         url = self.start()
-        spark_factory.quiet(b"Command exited with code 137")  # the kernel's kill: the run says MEM and names it
+        for echo in KILL_ECHOES:  # the kernel's kill: the run says MEM and names it
+            spark_factory.quiet(echo)
         os.environ.setdefault(store.SETTING, str(store.root()))  # the workers see the driver's store
         box: dict = {}
 

@@ -167,6 +167,7 @@ def test_a_cap_is_hit_mid_query_and_a_large_one_gives_OK_with_the_same_count(tmp
     )
     assert set(by) == {("shares", "512m")}, proc.stdout + proc.stderr
     assert_mem(by[("shares", "512m")], "512.0 MiB", ("index", "query"))
+    assert "ERROR Transport" not in proc.stderr  # the driver's echoes of the kill: the run says MEM
     assert proc.returncode != 0  # a MEM the workload did not expect
     proc, by = capped_bench(
         tmp_path / "large",
