@@ -104,6 +104,7 @@ def _builder(master: str, workers: int, families: frozenset[str], probe: Path | 
     scratch = Path(os.environ.get("HARNESS_SPARK_TMP", Path(tempfile.gettempdir()) / "harness-spark"))
     scratch.mkdir(parents=True, exist_ok=True)
     java_opts = f"-Dlog4j2.configurationFile=file:{_LOG4J}"
+    executor_java_opts = java_opts + (jvm_archive.mapped_options() if on_loopback(master) else "")
     builder = (
         SparkSession.builder.master(master)
         .appName("subgraph-harness")
@@ -111,7 +112,7 @@ def _builder(master: str, workers: int, families: frozenset[str], probe: Path | 
         .config("spark.driver.extraJavaOptions", java_opts + jvm_archive.driver_options())
         # local-gj and the index builders collect the edges (LiveJournal: more than Spark's default 1g).
         .config("spark.driver.maxResultSize", os.environ.get("HARNESS_MAX_RESULT_SIZE", "6g"))
-        .config(EXECUTOR_JAVA_OPTIONS, java_opts + (jvm_archive.mapped_options() if on_loopback(master) else ""))
+        .config(EXECUTOR_JAVA_OPTIONS, executor_java_opts)
         .config("spark.ui.enabled", "true")
         .config("spark.ui.port", os.environ.get("HARNESS_UI_PORT", "4040"))
         .config("spark.ui.showConsoleProgress", "false")
@@ -161,7 +162,7 @@ def _builder(master: str, workers: int, families: frozenset[str], probe: Path | 
     builder = builder.config(f"spark.executorEnv.{FAMILIES_SETTING}", ",".join(sorted(families)))
     for key, value in (executor_conf or {}).items():
         if key == EXECUTOR_JAVA_OPTIONS:  # added to the session's own (its log settings and the archive)
-            value = f"{builder._options[key]} {value}"
+            value = f"{executor_java_opts} {value}"
         builder = builder.config(key, value)
     return builder
 
