@@ -24,17 +24,27 @@ class Query:
     name: str
     edges: tuple[tuple[str, str], ...]
     attributes: tuple[str, ...] = field(default=())
+    # Pairs that must NOT be edges in a match (`!a-c`); `induced` makes every non-edge pair one
+    # (`anti_pairs` gives the effective list under a semantics).
+    anti_edges: tuple[tuple[str, str], ...] = ()
+    induced: bool = False
 
     def __post_init__(self):
         if not self.attributes:
             seen: dict[str, None] = {}
-            for x, y in self.edges:
+            for x, y in self.edges + self.anti_edges:
                 seen.setdefault(x)
                 seen.setdefault(y)
             object.__setattr__(self, "attributes", tuple(seen))
 
     def describe(self) -> str:
-        return ",".join(f"e({x},{y})" for x, y in self.edges)
+        atoms = [f"e({x},{y})" for x, y in self.edges] + [f"!e({x},{y})" for x, y in self.anti_edges]
+        return ",".join(atoms) + (" induced" if self.induced else "")
+
+    @property
+    def has_anti(self) -> bool:
+        """True if some pair of attributes must not be joined by an edge (anti-edges or induced)."""
+        return bool(self.anti_edges) or self.induced
 
 
 def _clique(k: int) -> tuple[tuple[str, str], ...]:
@@ -50,29 +60,46 @@ BUILTINS: dict[str, Query] = {
 }
 
 _ATTR = r"[A-Za-z_][A-Za-z0-9_]*"
-_DASH_EDGE = re.compile(rf"^\s*({_ATTR})\s*-\s*({_ATTR})\s*$")
-_ATOM_EDGE = re.compile(rf"^\s*(?:e|edge)\s*\(\s*({_ATTR})\s*,\s*({_ATTR})\s*\)\s*$")
+_DASH_EDGE = re.compile(rf"^\s*(!?)\s*({_ATTR})\s*-\s*({_ATTR})\s*$")
+_ATOM_EDGE = re.compile(rf"^\s*(!?)\s*(?:e|edge)\s*\(\s*({_ATTR})\s*,\s*({_ATTR})\s*\)\s*$")
 
 
 def parse_pattern_string(text: str, name: str | None = None) -> Query:
-    """`a-b,b-c,a-c` or the paper's `e(a1,a2),e(a1,a3),e(a2,a3)`."""
+    """`a-b,b-c,a-c` or the paper's `e(a1,a2),e(a1,a3),e(a2,a3)`; `!a-c` / `!e(a,c)` is an anti-edge."""
     body = text.split(":=", 1)[1] if ":=" in text else text
-    atoms = re.findall(r"(?:e|edge)\s*\([^)]*\)", body)
+    atoms = re.findall(r"!?\s*(?:e|edge)\s*\([^)]*\)", body)
     parts = atoms if atoms else [p for p in body.split(",") if p.strip()]
-    edges = []
+    edges: list[tuple[str, str]] = []
+    anti: list[tuple[str, str]] = []
     for part in parts:
         m = _ATOM_EDGE.match(part) or _DASH_EDGE.match(part)
         if not m:
-            raise DataError(f"query '{text}': cannot parse edge '{part.strip()}' (expected 'a-b' or 'e(a,b)')")
-        edges.append((m.group(1), m.group(2)))
+            raise DataError(f"query '{text}': cannot parse edge '{part.strip()}' (expected 'a-b', 'e(a,b)' or '!a-b')")
+        (anti if m.group(1) else edges).append((m.group(2), m.group(3)))
     if not edges:
         raise DataError(f"query '{text}': no edges")
     if name is None and ":=" in text:
         name = text.split(":=", 1)[0].strip() or None
-    return Query(name or text.replace(" ", ""), tuple(edges))
+    return Query(name or text.replace(" ", ""), tuple(edges), anti_edges=tuple(anti))
 
 
-_QUERY_KEYS = {"name", "edges", "allow_repeated_edges", "description"}
+_QUERY_KEYS = {"name", "edges", "anti_edges", "induced", "allow_repeated_edges", "description"}
+
+
+def _pairs_from_yaml(raw: object, key: str, where: str) -> list[tuple[str, str]]:
+    """`[[a, b], 'c-d', ...]` as (a, b) pairs; a `!` prefix is not allowed here (the key says which)."""
+    if not isinstance(raw, list) or not raw:
+        raise DataError(f"{where}: key '{key}' must be a non-empty list of [a, b] or 'a-b'")
+    pairs = []
+    for i, item in enumerate(raw):
+        m = _DASH_EDGE.match(item) if isinstance(item, str) else None
+        if m and not m.group(1):
+            pairs.append((m.group(2), m.group(3)))
+        elif isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) and re.fullmatch(_ATTR, v) for v in item):
+            pairs.append((item[0], item[1]))
+        else:
+            raise DataError(f"{where}: key '{key}[{i}]' must be [a, b] or 'a-b', got {item!r}")
+    return pairs
 
 
 def query_from_mapping(data: object, where: str) -> tuple[Query, dict]:
@@ -94,23 +121,16 @@ def query_from_mapping(data: object, where: str) -> tuple[Query, dict]:
     if isinstance(raw, str):
         query = parse_pattern_string(raw, name)
     elif isinstance(raw, list) and raw:
-        edges = []
-        for i, item in enumerate(raw):
-            if isinstance(item, str) and _DASH_EDGE.match(item):
-                m = _DASH_EDGE.match(item)
-                assert m is not None
-                edges.append((m.group(1), m.group(2)))
-            elif isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) and re.fullmatch(_ATTR, v) for v in item):
-                edges.append((item[0], item[1]))
-            else:
-                raise DataError(f"{where}: key 'edges[{i}]' must be [a, b] or 'a-b', got {item!r}")
-        query = Query(str(name or "custom"), tuple(edges))
+        query = Query(str(name or "custom"), tuple(_pairs_from_yaml(raw, "edges", where)))
     else:
         raise DataError(f"{where}: key 'edges' must be a non-empty list or a pattern string")
-    options = {k: bool(data[k]) for k in ("allow_repeated_edges",) if k in data}
-    for k in options:
-        if not isinstance(data[k], bool):
+    for k in ("allow_repeated_edges", "induced"):
+        if k in data and not isinstance(data[k], bool):
             raise DataError(f"{where}: key '{k}' must be true or false")
+    anti = query.anti_edges + tuple(_pairs_from_yaml(data["anti_edges"], "anti_edges", where) if "anti_edges" in data else ())
+    if anti or data.get("induced"):
+        query = Query(query.name, query.edges, anti_edges=anti, induced=bool(data.get("induced")))
+    options = {k: bool(data[k]) for k in ("allow_repeated_edges",) if k in data}
     return query, options
 
 
@@ -145,6 +165,38 @@ def undirected_edges(query: Query) -> set[frozenset[str]]:
     return {frozenset(e) for e in query.edges if e[0] != e[1]}
 
 
+def anti_pairs(query: Query, semantics: str) -> tuple[tuple[str, str], ...]:
+    """The pairs a match must not join by an edge: the anti-edges, and with `induced` every pair that
+    is not an edge. Undirected: unordered pairs, each once, in attribute order (the pair has no edge in
+    either direction); directed: ordered pairs (no edge x -> y)."""
+    rank = {a: i for i, a in enumerate(query.attributes)}
+    if semantics == "directed":
+        edges = set(query.edges)
+        listed = list(query.anti_edges)
+        if query.induced:
+            listed += [(x, y) for x in query.attributes for y in query.attributes if x != y and (x, y) not in edges]
+        return tuple(dict.fromkeys(listed))
+    listed = [(x, y) if rank[x] < rank[y] else (y, x) for x, y in query.anti_edges]
+    if query.induced:
+        positive = undirected_edges(query)
+        listed += [p for p in itertools.combinations(query.attributes, 2) if frozenset(p) not in positive]
+    return tuple(dict.fromkeys(listed))
+
+
+def _validate_anti_edges(query: Query, semantics: str) -> None:
+    positive = undirected_edges(query) if semantics == "undirected" else set(query.edges)
+    seen: set = set()
+    for x, y in query.anti_edges:
+        key = frozenset((x, y)) if semantics == "undirected" else (x, y)
+        if x == y and semantics == "undirected":
+            raise DataError(f"query {query.name}: anti-edge !{x}-{y} is a self-loop, which a simple undirected graph never has")
+        if key in positive:
+            raise DataError(f"query {query.name}: {x}-{y} is both an edge and an anti-edge")
+        if key in seen:
+            raise DataError(f"query {query.name}: repeated anti-edge !{x}-{y}")
+        seen.add(key)
+
+
 def validate(query: Query, semantics: str, allow_repeated_edges: bool = False) -> None:
     if semantics not in SEMANTICS:
         raise DataError(f"unknown semantics '{semantics}' (expected one of {', '.join(SEMANTICS)})")
@@ -159,10 +211,12 @@ def validate(query: Query, semantics: str, allow_repeated_edges: bool = False) -
         seen.add(key)
         if x == y and semantics == "undirected":
             raise DataError(f"query {query.name}: self-loop {x}-{y} can never match a simple undirected graph")
+    _validate_anti_edges(query, semantics)
     if not is_connected(query):
         parts = " and ".join("{" + ",".join(p) + "}" for p in components(query))
+        joined = " (anti-edges do not connect a pattern)" if query.anti_edges else ""
         raise DataError(
-            f"query {query.name}: pattern is disconnected ({parts}); no implementation counts a "
+            f"query {query.name}: pattern is disconnected ({parts}){joined}; no implementation counts a "
             "disconnected pattern: count each connected part as a query of its own"
         )
 
@@ -198,11 +252,21 @@ def adjacency(query: Query) -> dict[str, set[str]]:
 
 
 def automorphisms(query: Query) -> list[dict[str, str]]:
-    """All permutations of the attributes that map the undirected edge set onto itself."""
+    """All permutations of the attributes that map the undirected edge set onto itself, and the
+    undirected anti-edges onto themselves."""
     attrs = query.attributes
     adj = adjacency(query)
     edges = undirected_edges(query)
+    anti = {frozenset(p) for p in anti_pairs(query, "undirected")}
     result: list[dict[str, str]] = []
+
+    def fits(a: str, b: str, mapping: dict[str, str]) -> bool:
+        """a -> b keeps every edge and anti-edge to the attributes mapped so far."""
+        return all(
+            (frozenset((b, mapping[n])) in edges) == (n in adj[a])
+            and (frozenset((b, mapping[n])) in anti) == (frozenset((a, n)) in anti)
+            for n in mapping
+        )
 
     def extend(mapping: dict[str, str], used: set[str]) -> None:
         i = len(mapping)
@@ -214,7 +278,7 @@ def automorphisms(query: Query) -> list[dict[str, str]]:
         for b in attrs:
             if b in used or len(adj[a]) != len(adj[b]):
                 continue
-            if all((frozenset((b, mapping[n])) in edges) == (n in adj[a]) for n in mapping):
+            if fits(a, b, mapping):
                 mapping[a] = b
                 used.add(b)
                 extend(mapping, used)
@@ -267,6 +331,8 @@ class JoinSpec:
     symmetries so each subgraph instance is produced once; `distinct` lists the non-adjacent attribute
     pairs that still need an explicit inequality (adjacent ones differ because there are no loops).
     directed: the plain join over the distinct directed edge relation; no extra filters.
+    `anti` (both): the pairs (x, y) with no edge between their values (`anti_pairs`); in directed
+    semantics no edge x -> y.
     """
 
     query: Query
@@ -274,6 +340,7 @@ class JoinSpec:
     attribute_order: tuple[str, ...]
     less_than: tuple[tuple[str, str], ...] = ()
     distinct: tuple[tuple[str, str], ...] = ()
+    anti: tuple[tuple[str, str], ...] = ()
 
     def implies_less(self, x: str, y: str) -> bool:
         """True if the constraints force x < y (transitively)."""
@@ -293,7 +360,11 @@ class JoinSpec:
         if self.semantics == "directed":
             return tuple(match)
         value = dict(zip(self.query.attributes, match))
-        return tuple(sorted(tuple(sorted((value[x], value[y]))) for x, y in self.query.edges))
+        edges = tuple(sorted(tuple(sorted((value[x], value[y]))) for x, y in self.query.edges))
+        if not self.anti:
+            return edges
+        # Matches on the same edges are distinct instances when their anti-edges differ.
+        return edges + (tuple(sorted(tuple(sorted((value[x], value[y]))) for x, y in self.anti)),)
 
 
 def make_join_spec(query: Query, semantics: str, attribute_order: tuple[str, ...] | None = None, **validate_options) -> JoinSpec:
@@ -305,8 +376,9 @@ def make_join_spec(query: Query, semantics: str, attribute_order: tuple[str, ...
     for i, a in enumerate(order[1:], start=1):
         if not adj[a] & set(order[:i]):
             raise DataError(f"attribute order {','.join(order)}: {a} is not adjacent to any earlier attribute")
+    anti = anti_pairs(query, semantics)
     if semantics == "directed":
-        return JoinSpec(query, semantics, order)
+        return JoinSpec(query, semantics, order, anti=anti)
     less = tuple(symmetry_breaking(query))
     spec = JoinSpec(query, semantics, order, less)
     distinct = tuple(
@@ -314,4 +386,4 @@ def make_join_spec(query: Query, semantics: str, attribute_order: tuple[str, ...
         for x, y in itertools.combinations(query.attributes, 2)
         if y not in adj[x] and not spec.implies_less(x, y) and not spec.implies_less(y, x)
     )
-    return JoinSpec(query, semantics, order, less, distinct)
+    return JoinSpec(query, semantics, order, less, distinct, anti)

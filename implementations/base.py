@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame, SparkSession
 
 from harness.datasets import Graph
+from harness.errors import DataError
 from harness.params import Param, resolve
 from harness.query import JoinSpec
 
@@ -84,6 +85,8 @@ class Implementation(ABC):
     kernels: frozenset[str] = frozenset()
     # The most edges it accepts (a toy for tiny graphs); prepare() refuses more, compare skips larger graphs.
     max_edges: int | None = None
+    # Honours JoinSpec.anti (anti-edges, induced patterns); others refuse such a query with a DataError.
+    anti_edges: bool = False
     # The parameters it reads from ctx.params: anything else given is a DataError, and the CLI's flags
     # and their help come from these declarations.
     params: tuple[Param, ...] = ()
@@ -102,6 +105,8 @@ class Implementation(ABC):
     def __init__(self, ctx: RunContext):
         self.ctx = ctx
         self._params = resolve(type(self).params, ctx.params, self.name)
+        if ctx.spec.anti and not type(self).anti_edges:
+            raise DataError(f"query {ctx.spec.query.name}: {self.name} does not count patterns with anti-edges or induced: true")
 
     def param(self, name: str):
         """The typed value of declared parameter `name`: as given, else its default."""

@@ -26,6 +26,10 @@ class KernelPlan(NamedTuple):
     below: np.ndarray
     differ: np.ndarray
     loop: np.ndarray
+    anti_count: np.ndarray
+    anti_pos: np.ndarray
+    anti_kind: np.ndarray
+    anti_view: np.ndarray
 
 
 @dataclass
@@ -43,6 +47,12 @@ class ExtensionPlan:
     # its late position, keyed by its early one. rel_atom[j, r] names the relation behind rel_*[j, r].
     atoms: list[tuple[int, int, int]]
     rel_atom: np.ndarray  # (m, R)
+    # Anti-relations (JoinSpec.anti), read like relations at their late position: a candidate at j
+    # survives only if it is absent from the list of anti_kind keyed by the value at anti_pos[j, r].
+    anti_count: np.ndarray  # (m,)
+    anti_pos: np.ndarray  # (m, A)
+    anti_kind: np.ndarray  # (m, A)
+    anti_view: np.ndarray  # (m, A) CURRENT, or OLD (a delta query's anti-atoms after its seed)
 
     @classmethod
     def from_spec(cls, spec: JoinSpec, seed_atom: int | None = None) -> ExtensionPlan:
@@ -63,6 +73,10 @@ class ExtensionPlan:
             loop=np.zeros(m, dtype=np.bool_),
             atoms=[],
             rel_atom=np.zeros((m, max(1, 2 * len(spec.query.edges))), dtype=np.int64),
+            anti_count=np.zeros(m, dtype=np.int64),
+            anti_pos=np.zeros((m, max(1, len(spec.anti))), dtype=np.int64),
+            anti_kind=np.zeros((m, max(1, len(spec.anti))), dtype=np.int64),
+            anti_view=np.full((m, max(1, len(spec.anti))), CURRENT, dtype=np.int64),
         )
         for atom, (x, y) in enumerate(spec.query.edges):
             if atom == seed_atom:
@@ -72,20 +86,14 @@ class ExtensionPlan:
                 continue
             late, early = (y, x) if at[y] > at[x] else (x, y)
             j = at[late]
-            if spec.semantics == "directed":
-                kind = FORWARD if late == y else REVERSE  # e(early, late): late is an out-neighbour
-            elif spec.implies_less(early, late):
-                kind = FORWARD
-            elif spec.implies_less(late, early):
-                kind = REVERSE
-            else:
-                kind = BOTH
+            kind = _read_kind(spec, early, late, y)
             r = plan.rel_count[j]
             plan.rel_pos[j, r], plan.rel_kind[j, r], plan.rel_atom[j, r] = at[early], kind, len(plan.atoms)
             if seed_atom is not None and atom > seed_atom:
                 plan.rel_view[j, r] = OLD
             plan.rel_count[j] += 1
             plan.atoms.append((at[early], j, kind))
+        plan._add_anti(spec, at)
         for lo, hi in spec.less_than:
             if at[hi] > at[lo]:
                 plan.above[at[hi], at[lo]] = True
@@ -96,12 +104,23 @@ class ExtensionPlan:
             plan.differ[at[late], at[early]] = True
         return plan
 
+    def _add_anti(self, spec: JoinSpec, at: dict[str, int]) -> None:
+        """Each anti pair at the later of its two positions, with the index kind a relation there would read."""
+        for x, y in spec.anti:
+            late, early = (y, x) if at[y] > at[x] else (x, y)
+            j = at[late]
+            kind = _read_kind(spec, early, late, y)
+            r = self.anti_count[j]
+            self.anti_pos[j, r], self.anti_kind[j, r] = at[early], kind
+            self.anti_count[j] += 1
+
     @property
     def kernel(self) -> KernelPlan:
         """The arrays as one argument of the dataflow kernels."""
         return KernelPlan(
-            self.rel_count, self.rel_pos, self.rel_kind, self.rel_view, self.above, self.below, self.differ, self.loop
-        )
+            self.rel_count, self.rel_pos, self.rel_kind, self.rel_view, self.above, self.below, self.differ, self.loop,
+            self.anti_count, self.anti_pos, self.anti_kind, self.anti_view,
+        )  # fmt: skip
 
     def require_connected_order(self, spec: JoinSpec) -> None:
         """Dataflow joins extend prefixes through relations: every position after the first needs one."""
@@ -113,3 +132,16 @@ class ExtensionPlan:
                 )
         if self.rel_count.max(initial=0) > 30:
             raise DataError("at most 30 relations may bind one attribute")
+
+
+def _read_kind(spec: JoinSpec, early: str, late: str, dst: str) -> int:
+    """The index that holds `late` among `early`'s neighbours for the pair (x, dst): directed, the
+    out-list if late is the pair's dst, else the in-list; undirected, the smallest the order
+    constraints allow."""
+    if spec.semantics == "directed":
+        return FORWARD if late == dst else REVERSE
+    if spec.implies_less(early, late):
+        return FORWARD
+    if spec.implies_less(late, early):
+        return REVERSE
+    return BOTH

@@ -3,6 +3,7 @@
 import itertools
 import math
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -153,3 +154,56 @@ def test_instance_key_identifies_subgraphs():
     assert spec.instance_key((1, 2, 3)) == spec.instance_key((3, 1, 2))
     directed = make_join_spec(BUILTINS["triangle"], "directed")
     assert directed.instance_key((1, 2, 3)) != directed.instance_key((3, 1, 2))
+
+
+def test_anti_edges_parse_in_every_form():
+    for text in ("a-b,b-c,!a-c", "e(a,b),e(b,c),!e(a,c)", "wedge := e(a,b), e(b,c), !e(a,c)"):
+        q = parse_pattern_string(text)
+        assert q.edges == (("a", "b"), ("b", "c")) and q.anti_edges == (("a", "c"),)
+    q, _ = load_query({"name": "w", "edges": [["a", "b"], "b-c"], "anti_edges": [["a", "c"]]})
+    assert q.anti_edges == (("a", "c"),) and not q.induced
+    q, _ = load_query({"edges": "a-b,b-c", "induced": True})
+    assert q.induced and make_join_spec(q, "undirected").anti == (("a", "c"),)
+
+
+def test_induced_makes_every_non_edge_an_anti_edge_in_each_semantics():
+    q, _ = load_query({"edges": "a-b,b-c,c-d,d-a", "induced": True})
+    assert make_join_spec(q, "undirected").anti == (("a", "c"), ("b", "d"))
+    directed = make_join_spec(q, "directed").anti
+    assert len(directed) == 4 * 3 - 4 and ("b", "a") in directed and ("a", "b") not in directed
+
+
+def test_symmetry_breaking_keeps_the_anti_edges():
+    # The path a-b-c-d has |Aut| = 2 (reversal); the anti-edge a-c is not mapped onto itself by it.
+    q = parse_pattern_string("a-b,b-c,c-d,!a-c")
+    assert len(automorphisms(q)) == 1 and make_join_spec(q, "undirected").less_than == ()
+    induced_cycle, _ = load_query({"edges": "a-b,b-c,c-d,d-a", "induced": True})
+    assert len(automorphisms(induced_cycle)) == 8
+
+
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("a-b,!a-b", "both an edge and an anti-edge"),
+        ("a-b,!b-a", "both an edge and an anti-edge"),
+        ("a-b,!a-a", "self-loop"),
+        ("a-b,b-c,!a-c,!c-a", "repeated anti-edge"),
+        ("a-b,c-d,!b-c", "disconnected ({a,b} and {c,d}) (anti-edges do not connect"),
+    ],
+)
+def test_bad_anti_edges_are_data_errors(spec, message):
+    with pytest.raises(DataError, match=re.escape(message)):
+        make_join_spec(parse_pattern_string(spec), "undirected")
+
+
+@pytest.mark.parametrize(
+    "data,key",
+    [
+        ({"edges": "a-b", "anti_edges": "a-c"}, "'anti_edges'"),
+        ({"edges": "a-b", "anti_edges": [["a", 1]]}, "'anti_edges[0]'"),
+        ({"edges": "a-b", "induced": "yes"}, "'induced'"),
+    ],
+)
+def test_bad_anti_edge_keys_name_the_key(data, key):
+    with pytest.raises(DataError, match=re.escape(key)):
+        load_query(data)

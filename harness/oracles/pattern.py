@@ -21,15 +21,27 @@ class Pattern:
     edges: tuple[tuple[str, str], ...]
     semantics: str
     attributes: tuple[str, ...] = ()
+    # Pairs a match must not join by an edge (undirected: no edge either way; directed: none x -> y);
+    # `induced`: every pair that is not an edge too. The oracle works out what that means itself.
+    anti_edges: tuple[tuple[str, str], ...] = ()
+    induced: bool = False
 
     def __post_init__(self):
         if not self.attributes:
-            object.__setattr__(self, "attributes", tuple(dict.fromkeys(a for e in self.edges for a in e)))
+            object.__setattr__(self, "attributes", tuple(dict.fromkeys(a for e in self.edges + self.anti_edges for a in e)))
 
     @classmethod
     def of(cls, query, semantics: str) -> Pattern:
-        """From anything with `edges` and `attributes` (a harness Query): only those two are read."""
-        return cls(tuple(tuple(e) for e in query.edges), semantics, tuple(query.attributes))
+        """From anything with `edges` and `attributes` (a harness Query): those two, its `anti_edges`
+        and `induced` are read."""
+        anti = tuple(tuple(e) for e in getattr(query, "anti_edges", ()))
+        return cls(
+            tuple(tuple(e) for e in query.edges), semantics, tuple(query.attributes), anti, bool(getattr(query, "induced", False))
+        )
+
+    @property
+    def has_anti(self) -> bool:
+        return bool(self.anti_edges) or self.induced
 
     @property
     def undirected(self) -> bool:
