@@ -155,6 +155,29 @@ def intersect(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, store, work):
     return intersect_merge(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, store, work)
 
 
+@njit(cache=True, nogil=True)
+def difference(a, a_lo, a_hi, b, b_lo, b_hi, out, out_lo, work):
+    """|a[a_lo:a_hi] minus b[b_lo:b_hi]| of two sorted duplicate-free ranges (the anti-intersect): the
+    values of a absent from b go to out[out_lo:], which may be a itself when out_lo <= a_lo. Each value
+    of a is galloped for in b when a is much the smaller (GALLOP_RATIO), else the two are merged; a
+    survivor is always written, so the cost is at least |a|. Adds the elements stepped over to work[1]."""
+    k = out_lo
+    j = b_lo
+    gallop_b = (a_hi - a_lo) * GALLOP_RATIO < b_hi - b_lo
+    for i in range(a_lo, a_hi):
+        x = a[i]
+        if gallop_b:
+            j = gallop(b, j, b_hi, x)
+        else:
+            while j < b_hi and b[j] < x:
+                j += 1
+        if j >= b_hi or b[j] != x:
+            out[k] = x
+            k += 1
+    work[1] += (a_hi - a_lo) + (0 if gallop_b else j - b_lo)
+    return k - out_lo
+
+
 def dense_vertices(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(s, d, ids): the edges over vertices 0..n-1 and the id of each. Ids already in a small
     non-negative range are used as they are (unused numbers become isolated vertices, which cost a

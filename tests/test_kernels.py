@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from implementations.csr import (
     build_csr,
     dense_vertices,
+    difference,
     gallop,
     intersect,
     intersect_gallop,
@@ -50,6 +51,24 @@ def test_random_lists_equal_intersect1d(name, a, b, shared):
         k, found = run(STRATEGIES[name], x, y)
         assert k == len(expected) and np.array_equal(found, expected)
         assert run(STRATEGIES[name], x, y, store=False)[0] == len(expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_difference_equals_setdiff1d_on_sub_ranges_and_in_place(data):
+    """The anti-intersect, both ways round, with 1,000:1 ratios (galloping) and written over its input."""
+    values = st.integers(0, 300) if data.draw(st.booleans()) else INT64
+    a = sorted_list(data.draw(st.lists(values, max_size=80)))
+    b = sorted_list(data.draw(st.lists(values, max_size=80)) + (list(range(0, 300_000, 3)) if data.draw(st.booleans()) else []))
+    for x, y in ((a, b), (b, a)):
+        x_lo = data.draw(st.integers(0, len(x)))
+        x_hi = data.draw(st.integers(x_lo, len(x)))
+        y_lo = data.draw(st.integers(0, len(y)))
+        y_hi = data.draw(st.integers(y_lo, len(y)))
+        expected = np.setdiff1d(x[x_lo:x_hi], y[y_lo:y_hi])
+        out = x.copy()  # in place: survivors written over x from x_lo on
+        k = difference(out, x_lo, x_hi, y, y_lo, y_hi, out, x_lo, np.zeros(2, dtype=np.int64))
+        assert np.array_equal(out[x_lo : x_lo + k], expected)
 
 
 @pytest.mark.parametrize("name", STRATEGIES)
