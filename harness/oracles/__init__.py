@@ -39,7 +39,7 @@ FASTEST_FIRST = ("native", "graphblas", "duckdb")  # measured: see docs/oracles.
 
 def not_applicable(name: str, pattern: Pattern) -> str | None:
     """None if oracle `name` counts this pattern, else the reason it does not."""
-    if pattern.has_anti:
+    if pattern.has_anti and name != "networkx":
         return "does not count patterns with anti-edges or induced patterns yet"
     if name == "native":
         return None if pattern.clique_size is not None or pattern.is_house else "counts undirected k-cliques and houses only"

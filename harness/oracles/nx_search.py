@@ -3,7 +3,11 @@
 - undirected: networkx's subgraph monomorphisms of the pattern into the graph divided by the
   pattern's automorphisms, both found by networkx's GraphMatcher;
 - directed: networkx has no homomorphism counter, so a backtracking search over a networkx DiGraph
-  (the plain join: attributes may coincide; a self-loop atom needs the loop)."""
+  (the plain join: attributes may coincide; a self-loop atom needs the loop).
+
+Anti-edges: an induced pattern's matches are networkx's subgraph isomorphisms (induced) instead of its
+monomorphisms; the explicit anti-edges filter them, and |Aut| counts only the automorphisms that keep
+the forbidden pairs. Directed: the search rejects a value that would join a forbidden pair."""
 
 from __future__ import annotations
 
@@ -38,10 +42,17 @@ def count_edges(edges: list[tuple[int, int]], pattern: Pattern, match_limit: int
         shape: nx.Graph[str] = nx.Graph()
         shape.add_nodes_from(pattern.attributes)
         shape.add_edges_from(pattern.edges)
-        automorphisms = sum(1 for _ in GraphMatcher(shape, shape).isomorphisms_iter())
+        automorphisms = sum(pattern.keeps_forbidden(g) for g in GraphMatcher(shape, shape).isomorphisms_iter())
+        matcher = GraphMatcher(graph, shape)
+        found = matcher.subgraph_isomorphisms_iter() if pattern.induced else matcher.subgraph_monomorphisms_iter()
+        anti = [tuple(p) for p in pattern.anti_edges]
         instances: dict = {}  # subgraph (edge set) -> one match of it
         monomorphisms = 0
-        for mapping in GraphMatcher(graph, shape).subgraph_monomorphisms_iter():
+        for mapping in found:
+            if anti:
+                inverse = {p: g for g, p in mapping.items()}
+                if any(graph.has_edge(inverse[x], inverse[y]) for x, y in anti):
+                    continue
             monomorphisms += 1
             if len(instances) <= match_limit:
                 inverse = {p: g for g, p in mapping.items()}
@@ -64,6 +75,7 @@ def _homomorphisms(graph, pattern: Pattern, match_limit: int) -> tuple[int, list
         )
         order.append(nxt or next(a for a in attrs if a not in order))
     nodes = list(graph.nodes)
+    forbidden = sorted(pattern.forbidden)
     found: list[tuple] = []
     total = 0
 
@@ -85,10 +97,12 @@ def _homomorphisms(graph, pattern: Pattern, match_limit: int) -> tuple[int, list
                 continue
             candidates = cand if candidates is None else candidates & cand
         for v in nodes if candidates is None else candidates:
+            value[a] = v
+            if any(graph.has_edge(value[x], value[y]) for x, y in forbidden if a in (x, y) and x in value and y in value):
+                continue
             if all(graph.has_edge(v, v) for x, y in atoms if x == y == a):
-                value[a] = v
                 search(i + 1, value)
-                del value[a]
+        value.pop(a, None)
 
     search(0, {})
     return total, (found if total <= match_limit else None)

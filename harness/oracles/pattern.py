@@ -43,6 +43,21 @@ class Pattern:
     def has_anti(self) -> bool:
         return bool(self.anti_edges) or self.induced
 
+    @cached_property
+    def forbidden(self) -> frozenset:
+        """The pairs a match must not join by an edge: undirected, frozensets (the anti-edges, and with
+        `induced` every non-adjacent pair); directed, ordered (x, y) (with `induced` every ordered pair
+        of distinct attributes that is not an atom)."""
+        if self.undirected:
+            listed = {frozenset(p) for p in self.anti_edges}
+            if self.induced:
+                listed |= {frozenset(p) for p in itertools.combinations(self.attributes, 2)} - self.pairs
+            return frozenset(listed)
+        ordered = set(self.anti_edges)
+        if self.induced:
+            ordered |= {(x, y) for x in self.attributes for y in self.attributes if x != y} - set(self.edges)
+        return frozenset(ordered)
+
     @property
     def undirected(self) -> bool:
         return self.semantics == "undirected"
@@ -63,13 +78,18 @@ class Pattern:
             graph: nx.Graph[str] = nx.Graph()
             graph.add_nodes_from(attrs)
             graph.add_edges_from(tuple(p) for p in self.pairs)
-            return sum(1 for _ in GraphMatcher(graph, graph).isomorphisms_iter())
+            return sum(self.keeps_forbidden(g) for g in GraphMatcher(graph, graph).isomorphisms_iter())
         pairs = [tuple(p) for p in self.pairs]
         found = 0
         for image in itertools.permutations(attrs):
             to = dict(zip(attrs, image))
-            found += all(frozenset((to[x], to[y])) in self.pairs for x, y in pairs)
+            found += all(frozenset((to[x], to[y])) in self.pairs for x, y in pairs) and self.keeps_forbidden(to)
         return found
+
+    def keeps_forbidden(self, to: dict) -> bool:
+        """An automorphism of the edges is one of the pattern only if it maps the undirected
+        forbidden pairs onto themselves."""
+        return all(frozenset(to[a] for a in p) in self.forbidden for p in self.forbidden)
 
     @cached_property
     def clique_size(self) -> int | None:
@@ -136,4 +156,8 @@ class Pattern:
         if not self.undirected:
             return tuple(match)
         value = dict(zip(self.attributes, match))
-        return tuple(sorted(tuple(sorted((value[x], value[y]))) for x, y in self.edges))
+        edges = tuple(sorted(tuple(sorted((value[x], value[y]))) for x, y in self.edges))
+        if not self.forbidden:
+            return edges
+        # Matches on the same edges are different instances when their forbidden pairs differ.
+        return edges + (tuple(sorted(tuple(sorted(value[a] for a in p)) for p in self.forbidden)),)
