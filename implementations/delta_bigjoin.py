@@ -27,7 +27,7 @@ import os
 import shutil
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 
 from harness import store, updates
 from harness.errors import DataError
-from harness.query import default_attribute_order, in_query_order, make_join_spec
+from harness.query import default_attribute_order, in_query_order
 
 from . import versioned_index
 from .base import BatchOutcome, Outcome, Param
@@ -215,7 +215,7 @@ class DeltaBiGJoin(BiGJoin):
     def prepare(self) -> None:
         ctx = self.ctx
         query = ctx.spec.query
-        loops = [f"{x}-{y}" for x, y in query.edges if x == y]
+        loops = [f"{x}-{y}" for x, y in query.edges if x == y] + [f"!{x}-{y}" for x, y in ctx.spec.anti if x == y]
         if loops:
             raise DataError(f"delta-bigjoin does not maintain self-loop query edges ({', '.join(loops)})")
         self.configure()
@@ -242,15 +242,21 @@ class DeltaBiGJoin(BiGJoin):
         self.plan_deltas()
 
     def plan_deltas(self) -> None:
-        """One delta query per query edge, each with the attribute order that starts at that edge."""
-        query, semantics = self.ctx.spec.query, self.ctx.spec.semantics
+        """One delta query per query edge and per anti pair, each with the attribute order that starts
+        at its pair. An anti pair's relation (no edge) changes by the negated change of the edges, so
+        its delta query counts with the opposite sign (`polarity`)."""
+        spec = self.ctx.spec
         self.compact_ratio = self.param("compact_ratio")
         self.change_limit = self.param("changes")
-        self.delta_plans, self.delta_orders = [], []
-        for i, (x, y) in enumerate(query.edges):
-            order = default_attribute_order(query, start=(x, y))
-            self.delta_plans.append(ExtensionPlan.from_spec(make_join_spec(query, semantics, order), seed_atom=i))
+        self.delta_plans, self.delta_orders, self.polarity = [], [], []
+        seeds = [(pair, 1) for pair in spec.query.edges] + [(pair, -1) for pair in spec.anti]
+        for i, ((x, y), polarity) in enumerate(seeds):
+            order = default_attribute_order(spec.query, start=(x, y))
+            # The order constraints do not depend on the order; an anti pair's seed binds its second
+            # attribute, which no edge joins to the first.
+            self.delta_plans.append(ExtensionPlan.from_spec(replace(spec, attribute_order=order), seed_atom=i))
             self.delta_orders.append(order)
+            self.polarity.append(polarity)
         roots = share_tree(self.delta_plans, self.param("share_prefixes"))
         self.runs: list[RunSlot] = []  # per sign, every run, parents first
         for sign in (1, -1):
@@ -304,7 +310,7 @@ class DeltaBiGJoin(BiGJoin):
         self._sample = None  # matches() must look at the current graph
         run = self._run_batch(update)
         applied = _applied(run.applied)
-        delta = sum(slot.sign * len(slot.run.queries) * n for slot, n in zip(self.runs, run.counted))
+        delta = sum(slot.sign * sum(self.polarity[q] for q in slot.run.queries) * n for slot, n in zip(self.runs, run.counted))
         report = run.counters.report(index, self.budget_fields(), False)
         changes, truncated = None, False
         if self.change_limit:
@@ -312,7 +318,7 @@ class DeltaBiGJoin(BiGJoin):
             for slot, found in zip(self.runs, run.found):
                 if not slot.children:  # a leaf's matches are each of its queries' (in that query's order)
                     part = np.concatenate(found) if found else np.zeros((0, self.plan.m), np.int32)
-                    queries += [(q, slot.sign) for q in slot.run.queries]
+                    queries += [(q, slot.sign * self.polarity[q]) for q in slot.run.queries]
                     rows += [part] * len(slot.run.queries)
             changes, truncated = self._net_changes(queries, rows)
         assert run.first_share is not None  # the first job always runs

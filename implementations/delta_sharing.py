@@ -41,7 +41,9 @@ class SharedRun:
 def level_key(plan: ExtensionPlan, level: int) -> bytes:
     """Everything the plan says about levels 1..`level` (with the seeds' constraints at level 1)."""
     rows = slice(0, level + 1)
-    arrays = (plan.rel_count[rows], plan.rel_pos[rows], plan.rel_kind[rows], plan.rel_view[rows], plan.loop[rows])
+    relations = (plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view, plan.loop)
+    anti = (plan.anti_count, plan.anti_pos, plan.anti_kind, plan.anti_view)
+    arrays = tuple(a[rows] for a in relations + anti)
     square = (plan.above[rows, rows], plan.below[rows, rows], plan.differ[rows, rows])
     return b"|".join(np.ascontiguousarray(a).tobytes() for a in (*arrays, *square))
 

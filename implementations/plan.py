@@ -57,7 +57,9 @@ class ExtensionPlan:
     @classmethod
     def from_spec(cls, spec: JoinSpec, seed_atom: int | None = None) -> ExtensionPlan:
         """With `seed_atom` i, the plan of delta query dQ_i: atom i is left out (its changes seed the
-        first two positions) and the atoms after it read the old version of the relation."""
+        first two positions) and the atoms after it read the old version of the relation. Atoms are
+        the query's edges, then its anti pairs (`JoinSpec.anti`): i >= len(edges) seeds anti pair
+        i - len(edges), whose relation changes by the negated change of the edges."""
         order = spec.attribute_order
         m = len(order)
         at = {a: i for i, a in enumerate(order)}
@@ -93,7 +95,7 @@ class ExtensionPlan:
                 plan.rel_view[j, r] = OLD
             plan.rel_count[j] += 1
             plan.atoms.append((at[early], j, kind))
-        plan._add_anti(spec, at)
+        plan._add_anti(spec, at, None if seed_atom is None else seed_atom - len(spec.query.edges))
         for lo, hi in spec.less_than:
             if at[hi] > at[lo]:
                 plan.above[at[hi], at[lo]] = True
@@ -104,14 +106,20 @@ class ExtensionPlan:
             plan.differ[at[late], at[early]] = True
         return plan
 
-    def _add_anti(self, spec: JoinSpec, at: dict[str, int]) -> None:
-        """Each anti pair at the later of its two positions, with the index kind a relation there would read."""
-        for x, y in spec.anti:
+    def _add_anti(self, spec: JoinSpec, at: dict[str, int], seed_anti: int | None) -> None:
+        """Each anti pair at the later of its two positions, with the index kind a relation there would
+        read. A delta query leaves out the anti pair it is seeded by (`seed_anti`, counted among the
+        anti pairs; negative: an edge seeds it) and reads the anti pairs after its seed in the old view."""
+        for i, (x, y) in enumerate(spec.anti):
+            if i == seed_anti:
+                continue
             late, early = (y, x) if at[y] > at[x] else (x, y)
             j = at[late]
             kind = _read_kind(spec, early, late, y)
             r = self.anti_count[j]
             self.anti_pos[j, r], self.anti_kind[j, r] = at[early], kind
+            if seed_anti is not None and i > seed_anti:
+                self.anti_view[j, r] = OLD
             self.anti_count[j] += 1
 
     @property
