@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -28,6 +28,8 @@ class Query:
     # (`anti_pairs` gives the effective list under a semantics).
     anti_edges: tuple[tuple[str, str], ...] = ()
     induced: bool = False
+    # (attribute, label): a match's value for the attribute must carry that vertex label.
+    labels: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self):
         if not self.attributes:
@@ -39,7 +41,13 @@ class Query:
 
     def describe(self) -> str:
         atoms = [f"e({x},{y})" for x, y in self.edges] + [f"!e({x},{y})" for x, y in self.anti_edges]
-        return ",".join(atoms) + (" induced" if self.induced else "")
+        labels = " labels " + ",".join(f"{a}:{label}" for a, label in self.labels) if self.labels else ""
+        return ",".join(atoms) + (" induced" if self.induced else "") + labels
+
+    @property
+    def label_of(self) -> dict[str, int]:
+        """The label each labelled attribute requires."""
+        return dict(self.labels)
 
     @property
     def has_anti(self) -> bool:
@@ -60,8 +68,18 @@ BUILTINS: dict[str, Query] = {
 }
 
 _ATTR = r"[A-Za-z_][A-Za-z0-9_]*"
-_DASH_EDGE = re.compile(rf"^\s*(!?)\s*({_ATTR})\s*-\s*({_ATTR})\s*$")
-_ATOM_EDGE = re.compile(rf"^\s*(!?)\s*(?:e|edge)\s*\(\s*({_ATTR})\s*,\s*({_ATTR})\s*\)\s*$")
+_VERTEX = rf"({_ATTR})(?:\s*:\s*(\d+))?"  # an attribute, with the vertex label it requires
+_DASH_EDGE = re.compile(rf"^\s*(!?)\s*{_VERTEX}\s*-\s*{_VERTEX}\s*$")
+_ATOM_EDGE = re.compile(rf"^\s*(!?)\s*(?:e|edge)\s*\(\s*{_VERTEX}\s*,\s*{_VERTEX}\s*\)\s*$")
+
+
+def _add_labels(labels: dict[str, int], m: re.Match, where: str) -> None:
+    """The labels an atom's `a:1` vertices require, into `labels`; one attribute, one label."""
+    for name, label in ((m.group(2), m.group(3)), (m.group(4), m.group(5))):
+        if label is None:
+            continue
+        if labels.setdefault(name, int(label)) != int(label):
+            raise DataError(f"{where}: vertex {name} requires two labels ({labels[name]} and {label})")
 
 
 def parse_pattern_string(text: str, name: str | None = None) -> Query:
@@ -71,19 +89,31 @@ def parse_pattern_string(text: str, name: str | None = None) -> Query:
     parts = atoms if atoms else [p for p in body.split(",") if p.strip()]
     edges: list[tuple[str, str]] = []
     anti: list[tuple[str, str]] = []
+    labels: dict[str, int] = {}
     for part in parts:
         m = _ATOM_EDGE.match(part) or _DASH_EDGE.match(part)
         if not m:
-            raise DataError(f"query '{text}': cannot parse edge '{part.strip()}' (expected 'a-b', 'e(a,b)' or '!a-b')")
-        (anti if m.group(1) else edges).append((m.group(2), m.group(3)))
+            raise DataError(f"query '{text}': cannot parse edge '{part.strip()}' (expected 'a-b', 'e(a,b)', '!a-b' or 'a:1-b')")
+        (anti if m.group(1) else edges).append((m.group(2), m.group(4)))
+        _add_labels(labels, m, f"query '{text}'")
     if not edges:
         raise DataError(f"query '{text}': no edges")
     if name is None and ":=" in text:
         name = text.split(":=", 1)[0].strip() or None
-    return Query(name or text.replace(" ", ""), tuple(edges), anti_edges=tuple(anti))
+    query = Query(name or text.replace(" ", ""), tuple(edges), anti_edges=tuple(anti))
+    return replace(query, labels=_in_attribute_order(query, labels))
 
 
-_QUERY_KEYS = {"name", "edges", "anti_edges", "induced", "allow_repeated_edges", "description"}
+def _in_attribute_order(query: Query, labels: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(
+        sorted(
+            labels.items(),
+            key=lambda item: query.attributes.index(item[0]) if item[0] in query.attributes else len(query.attributes),
+        )
+    )
+
+
+_QUERY_KEYS = {"name", "edges", "anti_edges", "induced", "labels", "allow_repeated_edges", "description"}
 
 
 def _pairs_from_yaml(raw: object, key: str, where: str) -> list[tuple[str, str]]:
@@ -93,8 +123,8 @@ def _pairs_from_yaml(raw: object, key: str, where: str) -> list[tuple[str, str]]
     pairs = []
     for i, item in enumerate(raw):
         m = _DASH_EDGE.match(item) if isinstance(item, str) else None
-        if m and not m.group(1):
-            pairs.append((m.group(2), m.group(3)))
+        if m and not m.group(1) and m.group(3) is None and m.group(5) is None:
+            pairs.append((m.group(2), m.group(4)))
         elif isinstance(item, list) and len(item) == 2 and all(isinstance(v, str) and re.fullmatch(_ATTR, v) for v in item):
             pairs.append((item[0], item[1]))
         else:
@@ -129,9 +159,28 @@ def query_from_mapping(data: object, where: str) -> tuple[Query, dict]:
             raise DataError(f"{where}: key '{k}' must be true or false")
     anti = query.anti_edges + tuple(_pairs_from_yaml(data["anti_edges"], "anti_edges", where) if "anti_edges" in data else ())
     if anti or data.get("induced"):
-        query = Query(query.name, query.edges, anti_edges=anti, induced=bool(data.get("induced")))
+        query = Query(query.name, query.edges, anti_edges=anti, induced=bool(data.get("induced")), labels=query.labels)
+    if "labels" in data:
+        query = replace(query, labels=_labels_from_yaml(query, data["labels"], where))
     options = {k: bool(data[k]) for k in ("allow_repeated_edges",) if k in data}
     return query, options
+
+
+def _labels_from_yaml(query: Query, raw: object, where: str) -> tuple[tuple[str, int], ...]:
+    """`labels: {a: 1, b: 2}`: each key a pattern vertex, each value a non-negative integer."""
+    if not isinstance(raw, dict) or not raw:
+        raise DataError(f"{where}: key 'labels' must be a mapping of pattern vertex to label, e.g. {{a: 1}}")
+    labels = query.label_of
+    for name, label in raw.items():
+        if name not in query.attributes:
+            raise DataError(
+                f"{where}: key 'labels.{name}': {name} is not a vertex of the pattern ({', '.join(query.attributes)})"
+            )
+        if isinstance(label, bool) or not isinstance(label, int) or label < 0:
+            raise DataError(f"{where}: key 'labels.{name}' must be a non-negative integer label, got {label!r}")
+        if labels.setdefault(name, label) != label:
+            raise DataError(f"{where}: key 'labels.{name}': {name} requires two labels ({labels[name]} and {label})")
+    return _in_attribute_order(query, labels)
 
 
 def load_query(spec: str | dict | Query) -> tuple[Query, dict]:
@@ -253,16 +302,17 @@ def adjacency(query: Query) -> dict[str, set[str]]:
 
 def automorphisms(query: Query) -> list[dict[str, str]]:
     """All permutations of the attributes that map the undirected edge set onto itself, and the
-    undirected anti-edges onto themselves."""
+    undirected anti-edges onto themselves, and keep every vertex label."""
     attrs = query.attributes
     adj = adjacency(query)
     edges = undirected_edges(query)
     anti = {frozenset(p) for p in anti_pairs(query, "undirected")}
+    label = query.label_of
     result: list[dict[str, str]] = []
 
     def fits(a: str, b: str, mapping: dict[str, str]) -> bool:
-        """a -> b keeps every edge and anti-edge to the attributes mapped so far."""
-        return all(
+        """a -> b keeps a's label, and every edge and anti-edge to the attributes mapped so far."""
+        return label.get(a) == label.get(b) and all(
             (frozenset((b, mapping[n])) in edges) == (n in adj[a])
             and (frozenset((b, mapping[n])) in anti) == (frozenset((a, n)) in anti)
             for n in mapping
@@ -361,10 +411,12 @@ class JoinSpec:
             return tuple(match)
         value = dict(zip(self.query.attributes, match))
         edges = tuple(sorted(tuple(sorted((value[x], value[y]))) for x, y in self.query.edges))
-        if not self.anti:
-            return edges
-        # Matches on the same edges are distinct instances when their anti-edges differ.
-        return edges + (tuple(sorted(tuple(sorted((value[x], value[y]))) for x, y in self.anti)),)
+        # Matches on the same edges are distinct instances when their anti-edges or labelled vertices differ.
+        if self.anti:
+            edges += (tuple(sorted(tuple(sorted((value[x], value[y]))) for x, y in self.anti)),)
+        if self.query.labels:
+            edges += (tuple(sorted((value[a], label) for a, label in self.query.labels)),)
+        return edges
 
 
 def make_join_spec(query: Query, semantics: str, attribute_order: tuple[str, ...] | None = None, **validate_options) -> JoinSpec:

@@ -87,6 +87,8 @@ class Implementation(ABC):
     max_edges: int | None = None
     # Honours JoinSpec.anti (anti-edges, induced patterns); others refuse such a query with a DataError.
     anti_edges: bool = False
+    # Filters candidates by the vertex labels a pattern requires (JoinSpec.query.labels); others refuse them.
+    vertex_labels: bool = False
     # The parameters it reads from ctx.params: anything else given is a DataError, and the CLI's flags
     # and their help come from these declarations.
     params: tuple[Param, ...] = ()
@@ -107,6 +109,8 @@ class Implementation(ABC):
         self._params = resolve(type(self).params, ctx.params, self.name)
         if ctx.spec.anti and not type(self).anti_edges:
             raise DataError(f"query {ctx.spec.query.name}: {self.name} does not count patterns with anti-edges or induced: true")
+        if ctx.spec.query.labels and not type(self).vertex_labels:
+            raise DataError(f"query {ctx.spec.query.name}: {self.name} does not count patterns with vertex labels")
 
     def param(self, name: str):
         """The typed value of declared parameter `name`: as given, else its default."""

@@ -207,3 +207,27 @@ def test_bad_anti_edges_are_data_errors(spec, message):
 def test_bad_anti_edge_keys_name_the_key(data, key):
     with pytest.raises(DataError, match=re.escape(key)):
         load_query(data)
+
+
+def test_vertex_labels_parse_from_strings_and_yaml_and_break_symmetry():
+    q = parse_pattern_string("a:1-b:2,b-c")
+    assert q.labels == (("a", 1), ("b", 2)) and q.edges == (("a", "b"), ("b", "c"))
+    # The wedge's ends swap unless only one is labelled.
+    assert len(automorphisms(parse_pattern_string("a:1-b,b-c"))) == 1
+    same, _ = load_query({"edges": "a-b,b-c", "labels": {"a": 1, "c": 1}})
+    assert len(automorphisms(same)) == 2 and make_join_spec(same, "undirected").less_than == (("a", "c"),)
+
+
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ({"edges": "a-b", "labels": {"z": 1}}, "key 'labels.z': z is not a vertex"),
+        ({"edges": "a-b", "labels": {"a": "x"}}, "key 'labels.a' must be a non-negative integer"),
+        ({"edges": "a:1-b", "labels": {"a": 2}}, "key 'labels.a': a requires two labels"),
+        ("a:1-b,a:2-c", "vertex a requires two labels (1 and 2)"),
+        ("a:x-b", "cannot parse edge 'a:x-b'"),
+    ],
+)
+def test_bad_labels_are_data_errors_naming_the_key(spec, message):
+    with pytest.raises(DataError, match=re.escape(message)):
+        load_query(spec)
