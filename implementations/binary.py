@@ -37,6 +37,7 @@ def join_outputs(node) -> list[JoinOutput]:
 class BinaryJoin(Implementation):
     name = "binary"
     description = "left-deep plan of Spark DataFrame shuffled hash joins (edge-at-a-time)"
+    anti_edges = True  # each anti pair is a left_anti join once both its attributes are bound
 
     def _relation(self, x: str, y: str) -> DataFrame:
         """edge(x, y) with columns named by the attributes it binds."""
@@ -54,6 +55,21 @@ class BinaryJoin(Implementation):
             return both.select(F.col("src").alias(x), F.col("dst").alias(y))
         return edges.select(F.col("src").alias(x), F.col("dst").alias(y))
 
+    def _without_edge(self, result: DataFrame, x: str, y: str) -> DataFrame:
+        """The rows of `result` whose values of x and y no edge joins (an anti pair of the spec): a
+        left_anti join against the edge relation, read as the canonical (smaller, larger) rows in
+        undirected semantics and as x -> y in directed."""
+        spec, edges = self.ctx.spec, self.ctx.edges
+        lo, hi = "__anti_lo", "__anti_hi"  # the edge columns, named apart from the attributes
+        absent = edges.select(F.col("src").alias(lo), F.col("dst").alias(hi)).hint("shuffle_hash")
+        if spec.semantics == "undirected":
+            first, second = F.least(F.col(x), F.col(y)), F.greatest(F.col(x), F.col(y))
+            if spec.implies_less(x, y) or spec.implies_less(y, x):  # the order is known: plain column keys
+                first, second = (F.col(x), F.col(y)) if spec.implies_less(x, y) else (F.col(y), F.col(x))
+        else:
+            first, second = F.col(x), F.col(y)
+        return result.join(absent, (first == F.col(lo)) & (second == F.col(hi)), how="left_anti")
+
     def plan(self) -> DataFrame:
         spec = self.ctx.spec
         position = {a: i for i, a in enumerate(spec.attribute_order)}
@@ -61,6 +77,7 @@ class BinaryJoin(Implementation):
         atoms = sorted(spec.query.edges, key=lambda e: (max(position[e[0]], position[e[1]]), min(position[e[0]], position[e[1]])))
         filters = [(F.col(x) < F.col(y), {x, y}) for x, y in spec.less_than]
         filters += [(F.col(x) != F.col(y), {x, y}) for x, y in spec.distinct]
+        anti = list(spec.anti)
         result, bound = None, set()
         for x, y in atoms:
             rel = self._relation(x, y)
@@ -74,6 +91,9 @@ class BinaryJoin(Implementation):
             filters = [(cond, attrs) for cond, attrs in filters if not attrs <= bound]
             if ready:
                 result = result.filter(reduce(lambda a, b: a & b, ready))
+            for x, y in [pair for pair in anti if set(pair) <= bound]:  # as soon as both are bound, as filters are
+                result = self._without_edge(result, x, y)
+            anti = [pair for pair in anti if not set(pair) <= bound]
         assert result is not None  # a query has at least one edge
         return result.select(*spec.query.attributes)
 

@@ -2,8 +2,8 @@
 docs/adding-an-implementation.md.
 
 The edge set is read to the driver, and each attribute of the join spec's order is bound in turn to
-every vertex: a binding is kept only if every atom, order constraint and inequality among the
-attributes bound so far holds, each checked by a set lookup. Per-record Python, exponential in the
+every vertex: a binding is kept only if every atom, order constraint, inequality and anti-edge (no
+edge between the pair) among the attributes bound so far holds, each checked by a set lookup. Per-record Python, exponential in the
 pattern's size: it refuses graphs of more than MAX_EDGES edges."""
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ MAX_EDGES = 1000  # a pure-Python loop: beyond this a count takes minutes
 
 
 class Check(NamedTuple):
-    """One condition on two positions of the attribute order: an atom, an order constraint or an inequality."""
+    """One condition on two positions of the attribute order: an atom, an order constraint, an
+    inequality or an anti-edge."""
 
-    kind: str  # "edge", "less" or "differ"
+    kind: str  # "edge", "less", "differ" or "anti"
     first: int
     second: int
 
@@ -34,6 +35,7 @@ class NestedLoop(Implementation):
     runs_in_driver = True
     driver_edges = True  # the harness reads ctx.graph.edge_arrays() before prepare(), as driver_load_s
     max_edges = MAX_EDGES
+    anti_edges = True  # an anti pair is one more check: the edge lookup negated
 
     def prepare(self) -> None:
         graph = self.ctx.graph
@@ -52,7 +54,7 @@ class NestedLoop(Implementation):
         spec = self.ctx.spec
         position = {a: i for i, a in enumerate(spec.attribute_order)}
         checks: list[list[Check]] = [[] for _ in spec.attribute_order]
-        for kind, pairs in (("edge", spec.query.edges), ("less", spec.less_than), ("differ", spec.distinct)):
+        for kind, pairs in (("edge", spec.query.edges), ("less", spec.less_than), ("differ", spec.distinct), ("anti", spec.anti)):
             for x, y in pairs:
                 checks[max(position[x], position[y])].append(Check(kind, position[x], position[y]))
         return checks
@@ -63,6 +65,10 @@ class NestedLoop(Implementation):
             return u < v
         if check.kind == "differ":
             return u != v
+        return self._joined(u, v) != (check.kind == "anti")
+
+    def _joined(self, u: int, v: int) -> bool:
+        """An edge u -> v (undirected: between u and v)."""
         if self.ctx.spec.semantics == "undirected":  # one canonical row (src < dst) per edge, no loops
             return (min(u, v), max(u, v)) in self.edges
         return (u, v) in self.edges

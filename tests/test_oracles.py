@@ -1,6 +1,7 @@
 """The independent oracles: independent by construction (their imports never reach implementations/,
 and they see a pattern's edges and semantics only), each one's count equal to networkx's on random
-small graphs with ids over the whole int64 range, and hand-checked counts."""
+small graphs with ids over the whole int64 range (anti-edges and induced patterns too), and
+hand-checked counts."""
 
 import ast
 import itertools
@@ -15,7 +16,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness import oracles
-from harness.oracles import COUNTS, ORACLES, Pattern, linalg, native, not_applicable, nx_search, run_oracle, sql
+from harness.oracles import (
+    COUNTS,
+    ORACLES,
+    Pattern,
+    linalg,
+    motifs,
+    native,
+    native_count,
+    not_applicable,
+    nx_search,
+    run_oracle,
+    sql,
+)
 from harness.query import BUILTINS
 from tests.strategies import connected_patterns, messy_graphs
 
@@ -143,7 +156,7 @@ def count_with(name: str, edges: list[tuple[int, int]], pattern: Pattern) -> int
         return sql.count_on(con, pattern, "e")
     src = np.array([s for s, _ in edges], np.int64)
     dst = np.array([d for _, d in edges], np.int64)
-    return (native.count if name == "native" else linalg.count)(src, dst, pattern)[0]
+    return (native_count if name == "native" else linalg.count)(src, dst, pattern)[0]
 
 
 def _renamed(edges, names, flip):
@@ -191,6 +204,122 @@ def test_duckdb_equals_networkx_on_random_patterns(data):
     pattern = Pattern.of(query, semantics)
     edges = canonical(data.draw(messy_graphs(10, 35, wide_ids=True), label="edges"), semantics)
     assert count_with("duckdb", edges, pattern) == count_with("networkx", edges, pattern)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_duckdb_equals_networkx_on_anti_and_induced_patterns(data):
+    semantics = data.draw(st.sampled_from(["undirected", "directed"]), label="semantics")
+    query = data.draw(connected_patterns(2, 5, directed=semantics == "directed", anti=True), label="pattern")
+    pattern = Pattern.of(query, semantics)
+    edges = canonical(data.draw(messy_graphs(10, 35, wide_ids=True), label="edges"), semantics)
+    assert count_with("duckdb", edges, pattern) == count_with("networkx", edges, pattern)
+
+
+# ---------------------------------------------------------------- induced 3- and 4-vertex patterns
+
+MOTIF_EDGES = {
+    "wedge": (("a", "b"), ("b", "c")),
+    "triangle": (("a", "b"), ("b", "c"), ("a", "c")),
+    "star3": (("a", "b"), ("a", "c"), ("a", "d")),
+    "path4": (("a", "b"), ("b", "c"), ("c", "d")),
+    "tailed_triangle": (("a", "b"), ("b", "c"), ("a", "c"), ("c", "d")),
+    "cycle4": (("a", "b"), ("b", "c"), ("c", "d"), ("d", "a")),
+    "diamond": (("a", "b"), ("b", "c"), ("c", "d"), ("d", "a"), ("a", "c")),
+    "clique4": tuple(itertools.combinations("abcd", 2)),
+}
+
+
+def test_motif_conversion_inverts_the_containment_counted_by_networkx():
+    """CONTAINS[H][H'] is the copies of H in H' (monomorphisms / |Aut(H)|, by networkx), and
+    INDUCED_FROM is its inverse: Σ_H' INDUCED_FROM[H][H']·CONTAINS[H'][H''] = [H == H'']."""
+    from networkx.algorithms.isomorphism import GraphMatcher
+
+    shapes = {name: nx.Graph(list(edges)) for name, edges in MOTIF_EDGES.items()}
+    for name, shape in shapes.items():
+        automorphisms = sum(1 for _ in GraphMatcher(shape, shape).isomorphisms_iter())
+        for host_name, host in shapes.items():
+            copies = sum(1 for _ in GraphMatcher(host, shape).subgraph_monomorphisms_iter()) // automorphisms
+            same_size = len(host) == len(shape)
+            assert motifs.CONTAINS[name].get(host_name, 0) == (copies if same_size else 0), (name, host_name)
+    for name in shapes:
+        for target in shapes:
+            product = sum(w * motifs.CONTAINS[h].get(target, 0) for h, w in motifs.INDUCED_FROM[name].items())
+            assert product == (name == target), (name, target)
+
+
+@st.composite
+def induced_motif_patterns(draw):
+    """One of the eight shapes, renamed and reordered, induced by `induced: true` or by anti-edges on
+    every pair that is not an edge."""
+    base = MOTIF_EDGES[draw(st.sampled_from(sorted(MOTIF_EDGES)))]
+    attrs = sorted({a for e in base for a in e})
+    names = dict(zip(attrs, draw(st.permutations([f"x{i}" for i in range(len(attrs))]))))
+    edges = tuple(
+        draw(st.permutations(list(_renamed(base, names, draw(st.lists(st.booleans(), min_size=len(base), max_size=len(base)))))))
+    )
+    if draw(st.booleans()):
+        return Pattern(edges, "undirected", induced=True)
+    adjacent = {frozenset(e) for e in edges}
+    anti = tuple((x, y) for x, y in itertools.combinations(sorted(names.values()), 2) if frozenset((x, y)) not in adjacent)
+    return Pattern(edges, "undirected", anti_edges=anti)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_native_induced_motifs_equal_networkx(data):
+    pattern = data.draw(induced_motif_patterns(), label="pattern")
+    edges = canonical(data.draw(messy_graphs(14, 60, wide_ids=True), label="edges"), "undirected")
+    assert pattern.motif is not None and not_applicable("native", pattern) is None
+    assert count_with("native", edges, pattern) == count_with("networkx", edges, pattern), pattern.motif
+
+
+def test_which_oracles_count_anti_and_induced_patterns():
+    induced_cycle = Pattern(MOTIF_EDGES["cycle4"], "undirected", induced=True)
+    assert oracles.choose("auto", induced_cycle, 10**6) == ["native"]
+    assert not_applicable("graphblas", induced_cycle)  # its 4-cycles are not induced
+    assert not_applicable("graphblas", Pattern(MOTIF_EDGES["triangle"], "undirected", induced=True)) is None
+    partly = Pattern(MOTIF_EDGES["path4"], "undirected", anti_edges=(("a", "c"),))  # b-d may still be an edge
+    assert not_applicable("native", partly) and oracles.choose("auto", partly, 10**6) == ["duckdb"]
+    assert not_applicable("native", Pattern(MOTIF_EDGES["path4"], "undirected"))  # not induced
+    assert not_applicable("native", Pattern(MOTIF_EDGES["path4"], "directed", induced=True))
+    assert not_applicable("native", Pattern(BUILTINS["house"].edges, "undirected", induced=True))
+    assert not_applicable("native", Pattern(BUILTINS["clique5"].edges, "undirected", induced=True)) is None  # nothing to forbid
+
+
+CYCLE4 = [(0, 1), (1, 2), (2, 3), (0, 3)]
+CYCLE5 = [(0, 1), (1, 2), (2, 3), (3, 4), (0, 4)]
+K4 = [(i, j) for i in range(4) for j in range(i + 1, 4)]
+
+
+@pytest.mark.parametrize(
+    "shape,graph,expected",
+    [
+        ("wedge", CYCLE4, 4),  # every vertex with its two neighbours, which are not adjacent
+        ("wedge", K4, 0),  # every wedge closes
+        ("path4", CYCLE5, 5),  # the 5-cycle minus one of its edges, on four of its vertices
+        ("cycle4", K4, 0),
+        ("diamond", K4, 0),
+        ("clique4", K4, 1),
+        ("star3", K4, 0),
+    ],
+)
+def test_hand_counts_of_induced_patterns(shape, graph, expected):
+    pattern = Pattern(MOTIF_EDGES[shape], "undirected", induced=True)
+    counted = [oracle for oracle in ORACLES if not_applicable(oracle, pattern) is None]
+    assert {"networkx", "duckdb", "native"} <= set(counted)
+    for oracle in counted:
+        assert count_with(oracle, graph, pattern) == expected, oracle
+
+
+def test_anti_edges_by_hand():
+    """An anti-edge is a pair with no edge either way (undirected), or none x -> y (directed)."""
+    open_wedge = Pattern((("a", "b"), ("b", "c")), "undirected", anti_edges=(("a", "c"),))
+    assert count_with("duckdb", CYCLE4 + [(0, 2)], open_wedge) == 2  # the wedges at 1 and 3 close through 0-2
+    no_back = Pattern((("a", "b"),), "directed", anti_edges=(("b", "a"),))
+    assert (
+        count_with("duckdb", [(1, 2), (2, 1), (2, 3)], no_back) == count_with("networkx", [(1, 2), (2, 1), (2, 3)], no_back) == 1
+    )
 
 
 K5 = [(i, j) for i in range(5) for j in range(i + 1, 5)]

@@ -4,10 +4,10 @@ semantics (`Pattern`). Each runs in a child process that a timeout kills.
 
 | oracle | counts | where it applies |
 |---|---|---|
-| networkx | undirected: subgraph monomorphisms / automorphisms, both by networkx; directed: backtracking homomorphisms | any pattern; small graphs |
-| duckdb | one SQL join: injective matches / |Aut| (cliques: increasing ids), or the plain directed join | any pattern |
-| graphblas | SuiteSparse:GraphBLAS masked products (triangles), A·A (4-cycles) | triangles (both semantics), undirected 4-cycles |
-| native | a plain numba k-clique counter (degree orientation, sorted merges); houses from 4-cliques | undirected k-cliques, houses |
+| networkx | undirected: subgraph monomorphisms (isomorphisms when induced) / automorphisms, both by networkx; directed: backtracking homomorphisms | any pattern; small graphs |
+| duckdb | one SQL join: injective matches / |Aut| (cliques: increasing ids), or the plain directed join; `NOT EXISTS` per forbidden pair | any pattern, anti-edges and induced too |
+| graphblas | SuiteSparse:GraphBLAS masked products (triangles), A·A (4-cycles) | triangles (both semantics), undirected 4-cycles; no forbidden pairs |
+| native | a plain numba k-clique counter (degree orientation, sorted merges); houses from 4-cliques; induced 3- and 4-vertex shapes from non-induced counts (motifs.py) | undirected k-cliques, houses; induced undirected 3- and 4-vertex connected patterns |
 
 `auto` takes networkx on small graphs (it also lists the matches), else the fastest oracle that
 applies: native, then GraphBLAS, then DuckDB."""
@@ -16,22 +16,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import linalg, native, nx_search, sql
+from . import linalg, motifs, native, nx_search, sql
 from .child import run_in_child
 from .pattern import Pattern
 
 NETWORKX_AUTO_MAX_EDGES = 3000  # above this `auto` leaves networkx out: it enumerates every monomorphism
 
 COUNTS = {
-    "networkx": "undirected: networkx subgraph monomorphisms divided by the automorphisms networkx finds; "
+    "networkx": "undirected: networkx subgraph monomorphisms (isomorphisms when induced, anti-edges filtered) "
+    "divided by the automorphisms networkx finds that keep the forbidden pairs; "
     "directed: homomorphisms by backtracking over a networkx DiGraph",
     "duckdb": "one DuckDB SQL join: undirected, injective matches over both edge directions divided by |Aut| "
-    "(k-cliques: matches with increasing ids); directed, the plain join over the distinct edge rows",
+    "(k-cliques: matches with increasing ids); directed, the plain join over the distinct edge rows; each pair "
+    "of attributes that must not be joined (anti-edges, induced) a NOT EXISTS over the same edges, and |Aut| "
+    "over the automorphisms that keep those pairs",
     "graphblas": "SuiteSparse:GraphBLAS: undirected triangles sum(L·L masked by L); directed triangle patterns "
     "sum((R1·R2) masked by R3); undirected 4-cycles sum over i != j of C_ij(C_ij - 1) / 8 with C = A·A",
     "native": "undirected k-cliques by a plain single-threaded numba kernel: degree-ordered orientation, "
     "sorted-merge intersections (the native reference); houses as the sum over 4-cliques and their "
-    "edges of (triangles on the edge) - 2",
+    "edges of (triangles on the edge) - 2; induced undirected 3- and 4-vertex patterns as a linear "
+    "combination of non-induced counts (from degrees, triangles per edge, 4-cycles by Chiba-Nishizeki "
+    "paths and 4-cliques)",
 }
 ORACLES = tuple(COUNTS)
 FASTEST_FIRST = ("native", "graphblas", "duckdb")  # measured: see docs/oracles.md ("Oracle speed" in results/README.md)
@@ -39,12 +44,14 @@ FASTEST_FIRST = ("native", "graphblas", "duckdb")  # measured: see docs/oracles.
 
 def not_applicable(name: str, pattern: Pattern) -> str | None:
     """None if oracle `name` counts this pattern, else the reason it does not."""
-    if pattern.has_anti and name != "networkx":
-        return "does not count patterns with anti-edges or induced patterns yet"
     if name == "native":
-        return None if pattern.clique_size is not None or pattern.is_house else "counts undirected k-cliques and houses only"
+        if motifs.applicable(pattern) is None:
+            return None
+        if pattern.forbidden or not (pattern.clique_size is not None or pattern.is_house):
+            return "counts undirected k-cliques, houses and induced 3- and 4-vertex patterns only"
+        return None
     if name == "graphblas":
-        return linalg.applicable(pattern)
+        return "does not count patterns with anti-edges or induced patterns" if pattern.forbidden else linalg.applicable(pattern)
     return None
 
 
@@ -72,9 +79,17 @@ def _in_memory(count_fn):
     return run
 
 
+def native_count(src, dst, pattern: Pattern) -> tuple[int, float]:
+    """The native oracle's (count, seconds): an induced 3- or 4-vertex pattern by motifs.py, else
+    native.py's k-cliques and houses."""
+    return (motifs.count if motifs.applicable(pattern) is None else native.count)(src, dst, pattern)
+
+
 def native_oracle(parquet_glob: str, pattern: Pattern, match_limit: int) -> dict:
     native.warm_up()  # compile outside the timed count
-    return _in_memory(native.count)(parquet_glob, pattern, match_limit)
+    if motifs.applicable(pattern) is None:
+        motifs.warm_up()
+    return _in_memory(native_count)(parquet_glob, pattern, match_limit)
 
 
 def graphblas_oracle(parquet_glob: str, pattern: Pattern, match_limit: int) -> dict:
@@ -121,6 +136,7 @@ __all__ = [
     "ORACLES",
     "Pattern",
     "choose",
+    "native_count",
     "not_applicable",
     "run_in_child",
     "run_oracle",

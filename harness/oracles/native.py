@@ -228,6 +228,8 @@ def houses(offsets, forward, on_edge):
 
 def count(src: np.ndarray, dst: np.ndarray, pattern) -> tuple[int, float]:
     """(count, seconds building the lists and counting) of a k-clique or house pattern."""
+    if pattern.forbidden:
+        raise ValueError("the native counter counts k-cliques and houses without anti-edges")
     if pattern.clique_size is not None:
         return count_cliques(src, dst, pattern.clique_size)
     if pattern.is_house:

@@ -10,6 +10,17 @@ from dataclasses import dataclass
 from functools import cached_property
 
 MAX_PERMUTED_ATTRIBUTES = 8  # |Aut| by trying every permutation up to here (40,320); networkx's matcher above
+# The connected shapes on 3 and 4 vertices by their degree sequences (each sequence is one shape).
+MOTIFS = {
+    (2, 1, 1): "wedge",
+    (2, 2, 2): "triangle",
+    (3, 1, 1, 1): "star3",
+    (2, 2, 1, 1): "path4",
+    (3, 2, 2, 1): "tailed_triangle",
+    (2, 2, 2, 2): "cycle4",
+    (3, 3, 2, 2): "diamond",
+    (3, 3, 3, 3): "clique4",
+}
 
 
 @dataclass(frozen=True)
@@ -123,6 +134,24 @@ class Pattern:
             return False
         base = [a for a in self.attributes if a != roof[0]]
         return all(frozenset((x, y)) in self.pairs for i, x in enumerate(base) for y in base[i + 1 :])
+
+    @cached_property
+    def motif(self) -> str | None:
+        """The connected undirected shape on 3 or 4 attributes, named as in the published motif counts
+        (wedge, triangle; star3, path4, tailed_triangle, cycle4, diamond = K4 minus an edge, clique4),
+        read from the degrees of its edges; None for any other pattern."""
+        k = len(self.attributes)
+        if not self.undirected or k not in (3, 4) or any(x == y for x, y in self.edges) or not self.connected:
+            return None
+        degrees = tuple(sorted((sum(a in p for p in self.pairs) for a in self.attributes), reverse=True))
+        return MOTIFS.get(degrees)
+
+    @cached_property
+    def induced_in_effect(self) -> bool:
+        """Undirected, and every pair of attributes that is not an edge is forbidden (by `induced` or
+        by anti-edges on all of them)."""
+        every = {frozenset(p) for p in itertools.combinations(self.attributes, 2)}
+        return self.undirected and self.forbidden == every - self.pairs
 
     @cached_property
     def connected(self) -> bool:
