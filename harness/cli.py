@@ -28,7 +28,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from . import plots, spark
+from . import census, plots, spark
 from .errors import DataError, HarnessError
 from .results import RESULTS_DIR, expected_failure, new_run_id, passes, write_json_atomic
 from .tables import (
@@ -118,8 +118,7 @@ def _checked_workload(name: str, tier: str | None, trials: int | None = None):
 
     from . import datasets
     from . import workload as workloads
-    from .query import load_query, make_join_spec
-    from .runner import split_params
+    from .runner import resolve_query, split_params
 
     wl = workloads.load(name, tier)
     if trials is not None:
@@ -127,9 +126,9 @@ def _checked_workload(name: str, tier: str | None, trials: int | None = None):
     for name in [*wl.expected_timeouts, *wl.expected_mem]:
         implementations.get(name)  # a misspelt name would silently expect nothing
     for req in wl.requests():
-        split_params(implementations.get(req.impl), req.params)
-        query, options = load_query(req.query)
-        make_join_spec(query, req.semantics, req.attribute_order, **options)
+        impl_cls = implementations.get(req.impl)
+        run_params, _ = split_params(impl_cls, req.params)
+        resolve_query(req, impl_cls, run_params)
     for dataset in wl.datasets:
         datasets.resolve(dataset)
     return wl
@@ -216,6 +215,8 @@ def _print_results(records: list[dict], title: str, wide: bool) -> None:
         )
         for line in summary_lines(records):
             console.print(line)
+    for table in census.tables(records):  # one per census case, at most 100 columns as the contest's
+        console.print(table, width=min(console.width, CENSUS_WIDTH))
     _print_present(  # a table, or a group of them (the delta table: one per case)
         critical_path_table(records, "critical path, MPC model (busiest worker's tuples, summed over rounds)"),
         delta_table(records, "delta throughput by batch size (Figure 6)"),
@@ -224,6 +225,9 @@ def _print_results(records: list[dict], title: str, wide: bool) -> None:
         *scaling_tables(records),
     )
     _print_contests(records, wide)
+
+
+CENSUS_WIDTH = 100
 
 
 def _print_present(*tables) -> None:
@@ -406,11 +410,17 @@ def _add_param_flags(parser: argparse.ArgumentParser) -> None:
 
     from .runner import RUN_PARAMS
 
-    dynamic = [name for name, cls in REGISTRY.items() if cls.maintains_updates]
-    capped = [name for name, cls in REGISTRY.items() if not cls.runs_in_driver]
+    run_readers = {
+        "updates": [name for name, cls in REGISTRY.items() if cls.maintains_updates],
+        "recompute": [name for name, cls in REGISTRY.items() if cls.maintains_updates],
+        "memory_per_worker": [name for name, cls in REGISTRY.items() if not cls.runs_in_driver],
+        "census_method": [
+            "every implementation; induced: " + (", ".join(n for n, c in REGISTRY.items() if c.anti_edges) or "none yet")
+        ],
+    }
     for p in _declared_params():
         readers = (
-            (capped if p.name == "memory_per_worker" else dynamic)
+            run_readers[p.name]
             if p in RUN_PARAMS
             else [name for name, cls in REGISTRY.items() if p.name in {q.name for q in cls.params}]
         )
@@ -442,7 +452,11 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--master", default=None, help="Spark master URL (default: $SPARK_MASTER or local[*])")
 
     run = sub.add_parser("run", parents=[common], help="run one query on one dataset with one implementation")
-    run.add_argument("--query", required=True, help="built-in name, pattern string (a-b,b-c,a-c) or YAML path")
+    run.add_argument(
+        "--query",
+        required=True,
+        help="built-in name, pattern string (a-b,b-c,a-c), YAML path, or motifs:3 / motifs:4 (the induced motif census)",
+    )
     run.add_argument("--dataset", required=True, help="registry name, generator spec (rmat:scale=12) or edge-list path")
     run.add_argument("--impl", required=True, help=f"implementation: {', '.join(REGISTRY)}")
     run.add_argument("--workers", type=int, default=2, help="logical workers = partitions of every exchange")

@@ -25,7 +25,7 @@ from rich.table import Table
 
 import implementations
 
-from . import datasets, peers, results
+from . import datasets, motifs, peers, results
 from .errors import DataError, HarnessError
 from .oracles import NETWORKX_AUTO_MAX_EDGES, Pattern
 from .peers import PeerResult
@@ -99,6 +99,8 @@ def plan(
         raise DataError(f"--workers: W must be at least 1, got {ws[0]}")
     if timeout_s <= 0:
         raise DataError(f"--timeout must be positive, got {timeout_s:g}")
+    if motifs.parse(query) is not None:
+        raise DataError(f"query '{query}': a motif census runs with `run` or `bench`; compare takes one pattern")
     q, options = load_query(query)
     spec = make_join_spec(q, semantics, None, **options)
     return Comparison(

@@ -79,6 +79,8 @@ def _published_from_reference(entry: dict) -> dict:
         out["undirected"] = dict(entry["undirected"])
     if "directed_triangles" in entry:
         out["directed"] = {"triangle": entry["directed_triangles"]}
+    if "induced_motifs" in entry:  # undirected, vertex-induced: checks a motif census (harness/census.py)
+        out["induced_motifs"] = dict(entry["induced_motifs"])
     return out
 
 

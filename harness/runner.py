@@ -13,7 +13,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import capped_cluster, datasets, dynamic, history, memory_cap, memory_model, recompute, results, store, updates
+from . import (
+    capped_cluster,
+    census,
+    datasets,
+    dynamic,
+    history,
+    memory_cap,
+    memory_model,
+    motifs,
+    recompute,
+    results,
+    store,
+    updates,
+)
 from . import spark as spark_factory
 from .capped_cluster import CappedWorkers
 from .errors import DataError, ExecutionError, HarnessError, MemoryCapExceeded, RunTimeout
@@ -53,6 +66,14 @@ RUN_PARAMS = (
         "enforced by a cgroup (root); the run goes to W capped worker processes the harness starts, "
         "and a run that exceeds the cap ends MEM",
     ),
+    Param(
+        "census_method",
+        str,
+        None,
+        "a motif census (--query motifs:3 or motifs:4): 'induced' counts each shape as an induced pattern, "
+        "'convert' counts the plain shapes and converts; default induced where the implementation counts "
+        "induced patterns, else convert",
+    ),
 )
 
 
@@ -83,6 +104,34 @@ class RunRequest:
     timeout_expected: bool = False  # the workload declares a TIM of this run an expected result
     mem_expected: bool = False  # and a MEM (a memory cap too small for it: where it stops is the result)
     spark_floor: bool = False  # also time empty Spark jobs shaped like each phase's (time_breakdown.<phase>.spark_floor_s)
+
+
+def resolve_query(req: RunRequest, impl_cls, run_params: dict) -> tuple[JoinSpec, census.CensusPlan | None, dict]:
+    """(the join spec, a census's plan or None, the record's `query`) of a request, checked: a bad
+    query, or a parameter it cannot take, is a DataError before Spark starts. A census's spec is
+    its first shape's."""
+    k = motifs.parse(req.query)
+    if k is not None:
+        if run_params.get("updates") is not None:
+            raise DataError(f"query '{req.query}': a motif census is not maintained under updates")
+        plan = census.plan(k, impl_cls, run_params.get("census_method"), req.semantics, req.attribute_order)
+        return plan.runs[0].spec, plan, census.query_record(plan)
+    if run_params.get("census_method") is not None:
+        raise DataError(f"params.census_method: applies to a motif census (motifs:3, motifs:4), not to query '{req.query}'")
+    query, options = load_query(req.query)
+    spec = make_join_spec(query, req.semantics, req.attribute_order, **options)
+    return (
+        spec,
+        None,
+        {
+            "name": query.name,
+            "pattern": query.describe(),
+            "attributes": list(query.attributes),
+            "attribute_order": list(spec.attribute_order),
+            "less_than": [list(p) for p in spec.less_than],
+            "distinct": [list(p) for p in spec.distinct],
+        },
+    )
 
 
 def _query_name(query: str | dict | Query) -> str | None:
@@ -154,6 +203,7 @@ class _Plan:
     recompute: type[Implementation] | None  # the implementation params.recompute names
     spec: JoinSpec
     source: datasets.Source
+    census: census.CensusPlan | None = None  # a motif census: its shapes, each run in turn
 
 
 @dataclass
@@ -163,6 +213,7 @@ class _Loaded:
     graph: datasets.Graph
     stream: updates.UpdateStream | None
     impl: Implementation
+    counted: list[census.Counted] = field(default_factory=list)  # a census: each shape's run
 
 
 class Runner:
@@ -306,19 +357,10 @@ class Runner:
             raise DataError(f"--updates: {req.impl} does not maintain counts under updates ({_maintainers()})")
         run_params, impl_params = split_params(impl_cls, req.params)
         recompute_cls = recompute.implementation(run_params["recompute"])
-        query, options = load_query(req.query)
-        spec = make_join_spec(query, req.semantics, req.attribute_order, **options)
-        record["query"] = {
-            "name": query.name,
-            "pattern": query.describe(),
-            "attributes": list(query.attributes),
-            "attribute_order": list(spec.attribute_order),
-            "less_than": [list(p) for p in spec.less_than],
-            "distinct": [list(p) for p in spec.distinct],
-        }
+        spec, census_plan, record["query"] = resolve_query(req, impl_cls, run_params)
         self._use_cap(self._capped_workers(run_params["memory_per_worker"], impl_cls, req.workers))
         self._use_kernels(impl_cls.kernels | (recompute_cls.kernels if recompute_cls else frozenset()))
-        return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, datasets.resolve(req.dataset))
+        return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, datasets.resolve(req.dataset), census_plan)
 
     def _capped_workers(self, size: str | None, impl_cls, workers: int) -> CappedWorkers | None:
         """The capped workers a run asks for: W of its own in local mode, or those of the capped
@@ -413,11 +455,13 @@ class Runner:
         window_start = time.time()
         with MemorySampler(self.spark) as memory:
             metrics["memory"] = memory  # its report replaces it once it has stopped
-            self.live["phase"] = "index"
-            index_s, _ = self.timed(f"{run.run_id}:index", impl.prepare, deadline, impl.ctx.cancelled)
-            self.live["phase"] = "query"
-            query_s, outcome = self.timed(f"{run.run_id}:query", impl.count, deadline, impl.ctx.cancelled)
-            metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=impl.index_reused)
+            if plan.census is None:
+                index_s, query_s, outcome = self._index_and_count(run, impl, deadline)
+                index_reused = impl.index_reused
+            else:
+                index_s, query_s, outcome = self._census(run, plan, loaded, deadline)
+                index_reused = loaded.counted[0].index_reused
+            metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=index_reused)
             metrics["wall_s"] = round(time.perf_counter() - run.started, 4)
             record["count"] = int(outcome.count)
             record["logical"] = outcome.counters
@@ -425,6 +469,38 @@ class Runner:
                 self._run_batches(run, plan, impl, loaded.stream, deadline, memory)
         metrics["memory"] = memory.report()
         return window_start, outcome
+
+    def _index_and_count(
+        self, run: _Run, impl: Implementation, deadline: float | None, shape: str = ""
+    ) -> tuple[float, float, Outcome]:
+        """(index_s, query_s, outcome): prepare, then count, each timed under the run's job groups."""
+        self.live["phase"] = f"index{shape}"
+        index_s, _ = self.timed(f"{run.run_id}:index", impl.prepare, deadline, impl.ctx.cancelled)
+        self.live["phase"] = f"query{shape}"
+        query_s, outcome = self.timed(f"{run.run_id}:query", impl.count, deadline, impl.ctx.cancelled)
+        return index_s, query_s, outcome
+
+    def _census(self, run: _Run, plan: _Plan, loaded: _Loaded, deadline: float | None) -> tuple[float, float, Outcome]:
+        """A motif census: each shape prepared and counted in turn by its own instance of the implementation,
+        all on the same graph, indices (arrangements) and deadline; the record's `census` section, and
+        the run's index_s, query_s and outcome summed over the shapes."""
+        from implementations import Outcome
+
+        assert plan.census is not None
+        shapes = plan.census.runs
+        for i, shape in enumerate(shapes):
+            impl = loaded.impl if i == 0 else plan.impl_cls(census.with_spec(loaded.impl.ctx, shape.spec))
+            try:
+                index_s, query_s, outcome = self._index_and_count(run, impl, deadline, f" {shape.motif.name}")
+            except HarnessError as exc:  # which shape it stopped at, in the same status
+                raise type(exc)(f"{exc} (census shape {shape.motif.name}, {i + 1} of {len(shapes)})") from exc.__cause__
+            loaded.counted.append(
+                census.Counted(
+                    shape, impl, index_s, query_s, impl.index_reused, int(outcome.count), outcome.counters, outcome.metrics
+                )
+            )
+        run.record["census"], total, counters, own = census.summarize(plan.census, loaded.counted)
+        return sum(c.index_s for c in loaded.counted), sum(c.query_s for c in loaded.counted), Outcome(total, counters, own)
 
     def _measure(self, run: _Run, outcome: Outcome, window_start: float) -> None:
         """Spark's counters for the run's window, the time breakdown (and Spark floors), and the
@@ -442,33 +518,42 @@ class Runner:
         metrics.update(outcome.metrics)
 
     def _verify(self, run: _Run, plan: _Plan, loaded: _Loaded) -> None:
-        """Check the count with the chosen oracle (a dynamic run: the batch recounts' verdict) and set the status."""
+        """Check the count with the chosen oracle (a dynamic run: the batch recounts' verdict; a census:
+        each shape's induced count) and set the status."""
         from .verify import verify
 
-        req, record = run.req, run.record
+        req, record, graph = run.req, run.record, loaded.graph
 
-        def fetch(limit: int) -> list[tuple]:
-            with self.counters.job_group(f"{run.run_id}:verify"):
-                return loaded.impl.matches(limit)
+        def check(spec: JoinSpec, count: int, matches) -> dict:
+            """verify(), listing the implementation's matches (`matches(limit)`, None: none to compare)
+            under the run's verify job group: their Spark jobs are not the run's."""
+
+            def fetch(limit: int) -> list[tuple]:
+                with self.counters.job_group(f"{run.run_id}:verify"):
+                    return matches(limit)
+
+            return verify(
+                graph.published,
+                graph.parquet_glob(),
+                graph.edges,
+                spec,
+                count,
+                None if matches is None else fetch,
+                req.oracle,
+                req.oracle_timeout_s,
+                answers=self._oracle_answers,
+            )
 
         if loaded.stream is not None:  # verified batch by batch
             disagrees = record["oracle"]["agrees"] is False
             record["unverified_reason"] = None if record["verified"] or disagrees else record["oracle"].get("reason")
         else:
-            graph = loaded.graph
-            check = verify(
-                graph.published,
-                graph.parquet_glob(),
-                graph.edges,
-                plan.spec,
-                record["count"],
-                fetch,
-                req.oracle,
-                req.oracle_timeout_s,
-                answers=self._oracle_answers,
-            )
-            disagrees = check.pop("disagrees")
-            record.update(check)
+            if plan.census is None:
+                verdict = check(plan.spec, record["count"], loaded.impl.matches)
+            else:
+                verdict = census.verify(record["census"], loaded.counted, check, plan.census.method)
+            disagrees = verdict.pop("disagrees")
+            record.update(verdict)
         record["status"] = "VAL" if disagrees else "OK" if record["verified"] else "UNVERIFIED"
 
     def _finish(self, run: _Run) -> None:
