@@ -106,6 +106,7 @@ class BiGJoin(Implementation):
     job_class: type | None = None  # None: the pipelined dataflow; BiGJoin-S and Delta-BiGJoin name their one-level job
     dataflow_class: type[DataflowJob] = DataflowJob
     batches_class = Batches
+    anti_edges = True  # an anti-relation is subtracted where a relation is intersected (`dataflow_kernels.Lookups`)
     params: tuple[Param, ...] = (
         Param(
             "memory_budget",
@@ -146,6 +147,7 @@ class BiGJoin(Implementation):
         ctx = self.ctx
         self.plan = ExtensionPlan.from_spec(ctx.spec)
         self.plan.require_connected_order(ctx.spec)
+        require_anti_lookups(self.plan, ctx.spec)
         batch = self.param("batch")
         if batch is not None and batch < 1:
             raise DataError(f"--batch (B', proposals per worker per batch) must be at least 1, got {batch}")
@@ -329,6 +331,18 @@ class BiGJoin(Implementation):
             shutil.rmtree(run_dir, ignore_errors=True)
         sample = np.concatenate(found)[:match_limit] if found else np.zeros((0, m), np.int32)
         return counters.count, counters, sample
+
+
+def require_anti_lookups(plan: ExtensionPlan, spec: JoinSpec) -> None:
+    """An anti-relation is keyed by an earlier attribute and shares a candidate's mask bits with the
+    relations of its level (`dataflow_kernels.Lookups`)."""
+    for x, y in spec.anti:
+        if x == y:
+            raise DataError(
+                f"query {spec.query.name}: anti-edge !{x}-{y} (no self-loop at {x}): not supported by {BiGJoin.name}'s dataflow"
+            )
+    if (plan.rel_count + plan.anti_count).max(initial=0) > 30:
+        raise DataError("at most 30 relations and anti-relations may bind one attribute")
 
 
 _memory_of: dict[tuple[str, int], tuple[int, str]] = {}

@@ -32,7 +32,7 @@ from harness import store
 from . import exchange
 from .bigjoin import BiGJoin
 from .carry_kernels import expand_families, family_window, make_families
-from .dataflow import DataflowJob, WorkerStage, hops
+from .dataflow import DataflowJob, WorkerStage, checks
 from .exchange import BlobKind
 from .local_gj import level_plan
 from .plan import ExtensionPlan
@@ -40,8 +40,8 @@ from .plan import ExtensionPlan
 
 @dataclass(frozen=True)
 class CarryPlan:
-    """Per level L: whether it carries its parent's candidates, and its extra relations (a bit mask
-    over the plan's relations of L) still to intersect."""
+    """Per level L: whether it carries its parent's candidates, and its extra lookups still to apply:
+    relations to intersect and anti-relations to subtract (a mask over the level's `Lookups`)."""
 
     carried: np.ndarray  # (m,) bool
     extra_mask: np.ndarray  # (m,) int64
@@ -54,14 +54,30 @@ class CarryPlan:
         )
         carried = np.zeros(plan.m, dtype=np.bool_)
         masks = np.zeros(plan.m, dtype=np.int64)
+        counts = np.zeros(plan.m, dtype=np.int64)
         for level in range(2, plan.m):
-            carried[level] = bool(carry[level]) and not bool(checked[level - 1])
-        for level in range(plan.m):
-            masks[level] = sum(1 << int(r) for r in extra[level, : extra_count[level]]) if carried[level] else 0
-        return cls(carried, masks, np.where(carried, extra_count, 0).astype(np.int64))
+            inherits = _anti_of(plan, level - 1) <= _anti_of(plan, level)
+            carried[level] = bool(carry[level]) and not bool(checked[level - 1]) and inherits
+        for level in map(int, np.flatnonzero(carried)):
+            relations = [int(r) for r in extra[level, : extra_count[level]]]
+            inherited = _anti_of(plan, level - 1)  # already subtracted from the parent's set
+            anti = [a for a in range(int(plan.anti_count[level])) if _anti(plan, level, a) not in inherited]
+            masks[level] = sum(1 << r for r in relations) | sum(1 << (int(plan.rel_count[level]) + a) for a in anti)
+            counts[level] = len(relations) + len(anti)
+        return cls(carried, masks, counts)
 
     def describe(self) -> dict:
         return {"carried_levels": [int(level) for level in np.flatnonzero(self.carried)]}
+
+
+def _anti(plan: ExtensionPlan, level: int, a: int) -> tuple[int, int]:
+    return int(plan.anti_pos[level, a]), int(plan.anti_kind[level, a])
+
+
+def _anti_of(plan: ExtensionPlan, level: int) -> set[tuple[int, int]]:
+    """A level's anti-relations as (key position, kind). A parent's candidate set, stripped of its
+    level's, is carried only where the next level has the same ones (else it would lack values)."""
+    return {_anti(plan, level, a) for a in range(int(plan.anti_count[level]))}
 
 
 @dataclass(kw_only=True)
@@ -75,15 +91,13 @@ class CarryJob(DataflowJob):
         if level == 0:
             return 0
         plan, others, carried = self.plan, self.workers - 1, self.carry.carried
-        if carried[level]:
-            n = max(0, min(int(self.carry.extra_count[level]) - 1, others))
-        else:
-            n = min(int(plan.rel_count[level]) - 1, others)
+        extra = int(self.carry.extra_count[level]) - 1  # a carried level's items start at its first extra lookup
+        n = max(0, min(extra if carried[level] else checks(plan, level), others))
         if level + 1 < plan.m:
             if carried[level + 1]:
                 n += min(1, others) if self.carry.extra_count[level + 1] else 0
             else:
-                n += hops(plan, level, self.workers) - min(int(plan.rel_count[level]) - 1, others)
+                n += min(int(plan.rel_count[level + 1]), others) + min(1, others)
         return n
 
     def whole_items(self, level: int) -> bool:
@@ -105,7 +119,7 @@ class CarryJob(DataflowJob):
         worker.add(level, "produced", int(rows[take, level + 1].sum()))
         with worker.clock(level, "kernel_us"):
             families, segments, dest = make_families(
-                worker.p, self.workers, level, rows, values, take, int(self.carry.extra_mask[nxt]), self.plan.rel_pos,
+                worker.p, self.workers, level, rows, values, take, int(self.carry.extra_mask[nxt]), self.lookup_pos,
                 bool(self.plan.above[nxt, level]),
             )  # fmt: skip
         mine = dest == worker.p

@@ -26,7 +26,7 @@ from . import block_index
 from .base import Param
 from .bigjoin import BiGJoin
 from .blocks import Blocks
-from .dataflow import DataflowJob, hops
+from .dataflow import DataflowJob, checks, hops
 from .distributed_index import PartitionedIndex
 
 
@@ -36,14 +36,14 @@ class BlockFlow(DataflowJob):
 
     def level_hops(self, level: int) -> int:
         """As BiGJoin's, but the seeds take an exchange (their pieces go to the blocks of a split list)
-        and Intersect one per pending relation: candidates cut for one split list's blocks may span
-        several blocks of the next."""
+        and Intersect one per pending relation or anti-relation: candidates cut for one split list's
+        blocks may span several blocks of the next."""
         if self.workers == 1:
             return hops(self.plan, level, self.workers)
         if level == 0:  # the seeds' pieces go to the blocks of a split list
             return 1
         others = self.workers - 1
-        n = int(self.plan.rel_count[level]) - 1
+        n = checks(self.plan, level)
         if level + 1 < self.plan.m:
             n += min(int(self.plan.rel_count[level + 1]), others) + 1
         return n

@@ -496,6 +496,7 @@ class BiGJoinSPaper(BiGJoin):
     kernels = frozenset({"dataflow", "one-level"})
     description = "BiGJoin-S as published: lookups travel to balanced indices, prefixes stay, then Balance"
     job_class = BalancedJob
+    anti_edges = False
     batches_class = AllWorkersFull
     params = LEVEL_PARAMS
 

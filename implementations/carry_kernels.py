@@ -14,7 +14,7 @@ from numba import njit
 
 from .constants import INT32_MAX
 from .csr import lower_bound
-from .dataflow_kernels import _local_relations, _narrow_local, copy_then_narrow, level_filtered
+from .dataflow_kernels import _apply_local, _local_relations, copy_then_narrow, level_filtered, lookups
 from .extension_kernels import value_bounds
 from .keys import owner
 
@@ -36,8 +36,9 @@ def _first_extra(extra_mask):
 def make_families(p, workers, level, rows, values, take, extra_mask, rel_pos, after):
     """Families for level+1 from finished candidate rows of `level` (prefix, mask, length; their
     values each a complete candidate set), one per (row, destination): a member goes to the owner of
-    its first extra relation's key (this worker when the level has none). `after`: position level+1
-    must exceed position level. Returns (family rows, segments, destination of each)."""
+    its first extra lookup's key (this worker when the level has none; `extra_mask` and `rel_pos` as
+    a `Lookups` table's). `after`: position level+1 must exceed position level. Returns (family rows,
+    segments, destination of each)."""
     n = rows.shape[0]
     nxt = level + 1
     r0 = _first_extra(extra_mask)
@@ -136,7 +137,8 @@ def expand_families(p, workers, ix, loops, level, rows, seg, start, first, last,
     """The carried level's Propose: members [first, last) of each family, each with its carried
     candidates (the family's set from its floor to its ceiling, filtered like a proposal) narrowed at
     once by every extra relation this worker owns. Returns (candidate rows (prefix, mask, length),
-    values, proposals, probes, counted) as `propose_local` does."""
+    values, proposals, probes, counted) as `propose_local` does. `extra_mask` is a `Lookups` mask:
+    extra anti-relations are subtracted where extra relations intersect."""
     n = 0
     bound = 0
     after = plan.above[level, level - 1]
@@ -150,6 +152,7 @@ def expand_families(p, workers, ix, loops, level, rows, seg, start, first, last,
     work = np.zeros(2, dtype=np.int64)
     filtered = level_filtered(plan, level)
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
+    look = lookups(plan)
     above, below = plan.above, plan.below
     i = w = proposals = probes = counted = stored_done = 0
     for f in range(rows.shape[0]):
@@ -163,12 +166,12 @@ def expand_families(p, workers, ix, loops, level, rows, seg, start, first, last,
             a = lower_bound(seg, s0 + t + 1 if after else s0, s0 + clen, lo)
             b = s0 + clen if hi >= INT32_MAX else lower_bound(seg, a, s0 + clen, hi + 1)
             proposals += b - a
-            local = _local_relations(p, workers, level, cand, i, extra_mask, rel_count, rel_pos)
+            local = _local_relations(p, workers, level, cand, i, extra_mask, look.total, look.pos)
             cand[i, level] = extra_mask & ~local
             store = cand[i, level] != 0 or stored_done < keep_done
             if local and not filtered:  # straight from the family's set
-                kept, tested = _narrow_local(
-                    ix, level, cand, i, local, rel_kind, rel_view, rel_pos, seg, a, b - a, out, w, store, work
+                kept, tested = _apply_local(
+                    ix, plan, level, cand, i, local, rel_count, rel_kind, rel_view, rel_pos, seg, a, b - a, out, w, store, work
                 )
             else:
                 kept, tested = copy_then_narrow(ix, plan, loops, level, cand, i, local, seg, a, b, out, w, filtered, store, work)

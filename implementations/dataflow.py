@@ -9,8 +9,9 @@ runs as one Spark job, and a larger one as a few, each bounded.
 
 Each level takes at most as many shuffles as W requires: after Propose at the owner of the proposing
 relation's key, an item hops to the owner of its next pending relation, applying there every lookup
-that worker owns, so it visits each worker at most once per phase: Intersect needs min(n_l − 1, W − 1)
-hops, Count min(n_(l+1), W − 1) and the move to the proposer min(1, W − 1) (`hops`).
+that worker owns, so it visits each worker at most once per phase: Intersect needs min(n_l − 1 + a_l,
+W − 1) hops (a_l anti-relations, which subtract where relations intersect: `checks`), Count
+min(n_(l+1), W − 1) and the move to the proposer min(1, W − 1) (`hops`).
 
 Items are int32 rows (see `dataflow_kernels`): candidate rows (prefix, mask, length) with their
 values, prefix rows (prefix, mask, min_rel, min_count). Received blobs are read in place (views of
@@ -48,6 +49,7 @@ from .dataflow_kernels import (
     extend_rows,
     fan_out,
     intersect_rows,
+    lookups,
     propose_local,
     scatter_rows,
     split_candidates,
@@ -71,10 +73,16 @@ def hops(plan: ExtensionPlan, level: int, workers: int) -> int:
     if level == 0:  # seeding: level 1's relations are all keyed by the first attribute, at its owner
         return 0
     others = workers - 1
-    n = min(int(plan.rel_count[level]) - 1, others)
+    n = min(checks(plan, level), others)
     if level + 1 < plan.m:
         n += min(int(plan.rel_count[level + 1]), others) + min(1, others)
     return n
+
+
+def checks(plan: ExtensionPlan, level: int) -> int:
+    """The lookups a proposed candidate of `level` still needs: every relation but the proposing one,
+    and every anti-relation (Intersect's hops; none more for a plain pattern)."""
+    return int(plan.rel_count[level]) - 1 + int(plan.anti_count[level])
 
 
 def full_mask(plan: ExtensionPlan, level: int) -> int:
@@ -104,6 +112,12 @@ class DataflowJob:
     @property
     def levels(self) -> range:
         return range(self.first, self.plan.m)
+
+    @cached_property
+    def lookup_pos(self) -> np.ndarray:
+        """Per level, the key position of each bit of a candidate row's mask: relations, then
+        anti-relations (`dataflow_kernels.Lookups`)."""
+        return lookups(self.plan.kernel).pos
 
     @cached_property
     def offsets(self) -> dict[int, int]:
@@ -367,11 +381,11 @@ class WorkerStage:
         if not finished.all():
             if self.blocks is not None:  # a row bound for a split list goes to its values' blocks
                 with self.clock(level, "kernel_us"):
-                    rows, dest = split_candidates(self.blocks, job.workers, level, rows, values, self.plan.rel_pos)
+                    rows, dest = split_candidates(self.blocks, job.workers, level, rows, values, job.lookup_pos)
                 mask, lengths = rows[:, level], rows[:, level + 1]
                 finished = (lengths > 0) & (mask == 0)
             else:
-                dest = next_owner(job.workers, level, rows[:, :level], mask, np.zeros(len(mask), np.int32), self.plan.rel_pos)
+                dest = next_owner(job.workers, level, rows[:, :level], mask, np.zeros(len(mask), np.int32), job.lookup_pos)
                 dest[~alive | finished] = -1
             self.send(BlobKind.CANDIDATES, level, level, rows, values, level + 1, dest)
         if finished.any():

@@ -3,9 +3,14 @@
 straight into the blobs of their destinations (one write per value on its way out).
 
 Items travel as int32 rows: a candidate row is (prefix, mask, length) with its `length` values in a
-separate column; a prefix row is (prefix, mask, min_rel, min_count)."""
+separate column; a prefix row is (prefix, mask, min_rel, min_count). A candidate row's mask names its
+pending lookups in the level's `Lookups`: its relations, then its anti-relations (JoinSpec.anti),
+which subtract their list (`csr.difference`) where a relation intersects; a prefix row's mask names
+relations only (an anti-relation never counts or proposes)."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -24,7 +29,7 @@ from .blocks import (
     split_row,
 )
 from .constants import BOTH, FORWARD, INT32_MAX, REVERSE
-from .csr import intersect, lower_bound
+from .csr import difference, intersect, lower_bound
 from .extension_kernels import (
     Span,
     _emit,
@@ -40,6 +45,35 @@ from .extension_kernels import (
 from .keys import owner
 
 FAN_OUT = -2  # count_rows' destination for a prefix proposing from a split list: `fan_out`
+
+
+class Lookups(NamedTuple):
+    """Per level, what a candidate is checked against: its relations (columns 0 .. rel_count - 1,
+    as the plan's) then its anti-relations, with the key position, index kind and view of each. Bit r
+    of a candidate row's mask is column r; bits from rel_count on are anti-relations."""
+
+    total: np.ndarray  # (m,) relations and anti-relations of each level
+    pos: np.ndarray
+    kind: np.ndarray
+    view: np.ndarray
+
+
+@njit(cache=True)
+def lookups(plan):
+    """The plan's relations and anti-relations as one `Lookups` table (built per kernel call: a few
+    hundred bytes, so its kernels' signatures stay those of the plan alone)."""
+    m = plan.rel_count.shape[0]
+    width = plan.rel_pos.shape[1] + plan.anti_pos.shape[1]
+    total = plan.rel_count + plan.anti_count
+    pos = np.zeros((m, width), dtype=np.int64)
+    kind = np.zeros((m, width), dtype=np.int64)
+    view = np.zeros((m, width), dtype=np.int64)
+    for j in range(m):
+        n, a = plan.rel_count[j], plan.anti_count[j]
+        pos[j, :n], pos[j, n : n + a] = plan.rel_pos[j, :n], plan.anti_pos[j, :a]
+        kind[j, :n], kind[j, n : n + a] = plan.rel_kind[j, :n], plan.anti_kind[j, :a]
+        view[j, :n], view[j, n : n + a] = plan.rel_view[j, :n], plan.anti_view[j, :a]
+    return Lookups(total, pos, kind, view)
 
 
 @njit(cache=True)
@@ -295,6 +329,78 @@ def _narrow_local(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cand
     return _narrow_each(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work)
 
 
+@njit(cache=True, inline="always")
+def _apply_local(
+    ix, plan, level, prefix, i, local, rel_count, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work
+):
+    """`_narrow_local` of a `Lookups` mask: with no local anti-relation (every plain pattern) exactly
+    that, inline; else out of line (`_narrow_and_subtract`)."""
+    if local >> rel_count[level] == 0:
+        return _narrow_local(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work)
+    return _narrow_and_subtract(ix, plan, level, prefix, i, local, cands, np.int64(src), np.int64(n), out, np.int64(dst), work)
+
+
+@njit(cache=True)
+def _narrow_and_subtract(ix, plan, level, prefix, i, local, cands, src, n, out, dst, work):
+    """cands[src:src+n] narrowed by the local relations in `local` (a `Lookups` mask), then stripped
+    of every value in each local anti-relation's list, into out[dst:]: relations first, since they
+    only shrink what the anti-intersect must write. Always written (a survivor is; `csr.difference`).
+    Returns (kept, probes): a candidate tested against an anti-relation is a probe, as against a relation."""
+    relations = plan.rel_count[level]
+    positive = local & ((1 << relations) - 1)
+    anti = local >> relations
+    a = _lowest(anti)
+    anti &= ~(1 << a)
+    k = prefix[i, plan.anti_pos[level, a]]
+    if positive:
+        kept, probes = _narrow_local(
+            ix, level, prefix, i, positive, plan.rel_kind, plan.rel_view, plan.rel_pos, cands, src, n, out, dst, True, work
+        )
+        probes += kept
+        kept = _subtract_by(ix, plan.anti_kind[level, a], plan.anti_view[level, a], k, out, dst, kept, out, dst, work)
+    else:
+        probes = n
+        kept = _subtract_by(ix, plan.anti_kind[level, a], plan.anti_view[level, a], k, cands, src, n, out, dst, work)
+    while anti:  # the rest in place in out
+        a = _lowest(anti)
+        anti &= ~(1 << a)
+        probes += kept
+        k = prefix[i, plan.anti_pos[level, a]]
+        kept = _subtract_by(ix, plan.anti_kind[level, a], plan.anti_view[level, a], k, out, dst, kept, out, dst, work)
+    return kept, probes
+
+
+@njit(cache=True)
+def _subtract_by(ix, kind, view, k, cands, src, n, out, dst, work):
+    """cands[src:src+n] minus key k's list of relation `kind` (the anti-intersect), into out[dst:]
+    (out may be cands when dst <= src). A BOTH list is split at k as `_static_narrow_both` splits it."""
+    if not unchanged(ix, k):
+        return _subtract_changed(ix, kind, view, k, cands, src, n, out, dst)
+    lists = ix.lists
+    if kind == BOTH:
+        ra, rb, fa, fb = _static_ranges(lists, BOTH, k, 0, INT32_MAX)
+        split = lower_bound(cands, src, src + n, k)
+        w = difference(cands, src, split, lists.reverse, ra, rb, out, dst, work)
+        return w + difference(cands, split, src + n, lists.forward, fa, fb, out, dst + w, work)
+    values = lists.forward if kind == FORWARD else lists.reverse
+    a, b = _part(lists, 0 if kind == FORWARD else 1, values, k, 0, INT32_MAX)
+    return difference(cands, src, src + n, values, a, b, out, dst, work)
+
+
+@njit(cache=True)
+def _subtract_changed(ix, kind, view, k, cands, src, n, out, dst):
+    """`_subtract_by` of a key with changes (a view of Delta-BiGJoin's versioned index): each
+    candidate kept if the list in view `view` holds it nowhere, by `list_ranges` on its one value."""
+    w = dst
+    for t in range(src, src + n):
+        c = cands[t]
+        span = list_ranges(ix, view, kind, k, c, c)
+        if span.reverse.size + span.forward.size == 0:
+            out[w] = c
+            w += 1
+    return w - dst
+
+
 @njit(cache=True)
 def copy_then_narrow(ix, plan, loops, level, prefix, i, local, values, a, b, out, w, filtered, store, work):
     """values[a:b], filtered (an inequality or self-loop test per value), written to out[w:], then
@@ -310,9 +416,14 @@ def copy_then_narrow(ix, plan, loops, level, prefix, i, local, values, a, b, out
 
 @njit(cache=True, inline="always")
 def _narrow_written(ix, plan, level, prefix, i, local, out, start, end, store, work):
-    """out[start:end], just written, narrowed in place by the `local` relations. Returns (kept, probes)."""
+    """out[start:end], just written, narrowed in place by the `local` lookups (`Lookups` bits).
+    Returns (kept, probes)."""
     if local == 0:
         return end - start, 0
+    if local >> plan.rel_count[level]:
+        return _narrow_and_subtract(
+            ix, plan, level, prefix, i, local, out, np.int64(start), np.int64(end - start), out, np.int64(start), work
+        )
     return _narrow_each(
         ix, level, prefix, i, local, plan.rel_kind, plan.rel_view, plan.rel_pos, out, start, end - start, out, start, store, work
     )
@@ -366,7 +477,8 @@ def level_filtered(plan, level):
 def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done, blocks):
     """Propose, then Intersect with every pending relation this worker owns, in one pass per queued
     prefix (its row: the prefix, at column level+1 its smallest relation): positions [first, last) of that list, narrowed by the local relations straight
-    from the index (a candidate that one of them rejects is never written). A prefix left with no
+    from the index (a candidate that one of them rejects is never written), then stripped of the
+    local anti-relations' lists; the returned masks name the lookups left (`Lookups` bits). A prefix left with no
     pending relation is done: its values are written for the first `keep_done` of them (new prefixes,
     or sampled matches) and only counted after that. Returns (mask, lengths, values, proposals,
     probes, counted). The common case (a one-part list of a static index, no filter) runs inline;
@@ -380,8 +492,10 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
     work = np.zeros(2, dtype=np.int64)
     filtered = level_filtered(plan, level)
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
+    look = lookups(plan)
+    look_total, look_pos, look_kind = look.total, look.pos, look.kind
     above, below = plan.above, plan.below
-    full = (1 << rel_count[level]) - 1
+    full = (1 << look_total[level]) - 1  # every relation and anti-relation
     w = proposals = probes = counted = stored_done = 0
     for i in range(n):
         r = prefix[i, level + 1] if blocks is None else prefix[i, level + 1] & RELATION_MASK
@@ -392,12 +506,12 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
         if blocks is None:
             if owner(k, workers) != p:
                 raise ValueError("a prefix is queued away from its proposing relation's worker")
-            local = _local_relations(p, workers, level, prefix, i, pending, rel_count, rel_pos)
+            local = _local_relations(p, workers, level, prefix, i, pending, look_total, look_pos)
         else:  # a piece of a split list (the values of one block), or a list every worker holds
             at, lo, hi = _piece(blocks, p, workers, k, prefix[i, level + 1], lo, hi)
             if at != p:
                 raise ValueError("a prefix is queued away from its proposing relation's worker")
-            local = _held_relations(blocks, p, workers, level, prefix, i, pending, rel_count, rel_pos, rel_kind, lo, hi)
+            local = _held_relations(blocks, p, workers, level, prefix, i, pending, look_total, look_pos, look_kind, lo, hi)
         mask[i] = pending & ~local
         proposals += last[i] - first[i]
         store = mask[i] != 0 or stored_done < keep_done
@@ -406,9 +520,10 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
             a, b = _part(ix.lists, 0 if kind == FORWARD else 1, values, k, lo, hi)
             a, b = a + first[i], min(a + last[i], b)
             if local:  # a candidate a local relation rejects is never written
-                kept, tested = _narrow_local(
-                    ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, values, a, max(0, b - a), out, w, store, work
-                )
+                kept, tested = _apply_local(
+                    ix, plan, level, prefix, i, local, rel_count, rel_kind, rel_view, rel_pos, values, a, max(0, b - a), out, w,
+                    store, work,
+                )  # fmt: skip
             else:
                 kept, tested = max(0, b - a), 0
                 for t in range(kept):
@@ -430,20 +545,23 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
 @njit(cache=True)
 def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, blocks):
     """Intersect received candidate rows (prefix, mask, length; writable) with every pending relation
-    this worker owns, survivors into `out` (may be values itself); a row left with nothing pending is
+    this worker owns and subtract every pending anti-relation it owns (`Lookups` bits), survivors into
+    `out` (may be values itself); a row left with nothing pending is
     done and, past the first `keep_done` values, only counted (its length set to 0).
     Returns (kept, probes, counted). `blocks` as in `propose_local`."""
     work = np.zeros(2, dtype=np.int64)
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
+    look = lookups(plan)
+    look_total, look_pos, look_kind = look.total, look.pos, look.kind
     read = write = probes = counted = stored_done = 0
     for i in range(rows.shape[0]):
         n = rows[i, level + 1]
         pending = rows[i, level]
         if blocks is None:
-            local = _local_relations(p, workers, level, rows, i, pending, rel_count, rel_pos)
+            local = _local_relations(p, workers, level, rows, i, pending, look_total, look_pos)
         elif n > 0:  # the candidates' range decides which blocks hold them
             local = _held_relations(
-                blocks, p, workers, level, rows, i, pending, rel_count, rel_pos, rel_kind, values[read], values[read + n - 1]
+                blocks, p, workers, level, rows, i, pending, look_total, look_pos, look_kind, values[read], values[read + n - 1]
             )
         else:
             local = 0
@@ -454,8 +572,8 @@ def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, bl
                 out[write + t] = values[read + t]
             kept = n
         else:
-            kept, tested = _narrow_local(
-                ix, level, rows, i, local, rel_kind, rel_view, rel_pos, values, read, n, out, write, store, work
+            kept, tested = _apply_local(
+                ix, plan, level, rows, i, local, rel_count, rel_kind, rel_view, rel_pos, values, read, n, out, write, store, work
             )
             probes += tested
         read += n

@@ -179,6 +179,7 @@ class DeltaBiGJoin(BiGJoin):
     kernels = frozenset({"dataflow", "one-level"})
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
     maintains_updates = True
+    anti_edges = False  # BiGJoin's dataflow subtracts anti-relations, but no delta rule here negates their changes yet
     dataflow_class = DeltaFlow  # count() of the initial graph: BiGJoin's dataflow on the current view
     params = BiGJoin.params[:2] + (  # --memory-budget, --batch
         Param("changes", int, 0, "with --updates: record up to N changed matches per batch"),

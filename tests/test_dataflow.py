@@ -18,11 +18,16 @@ from hypothesis import strategies as st
 import implementations
 from harness import datasets
 from harness.errors import DataError
-from harness.query import BUILTINS, make_join_spec
+from harness.oracles.nx_search import count_edges
+from harness.oracles.pattern import Pattern
+from harness.query import BUILTINS, make_join_spec, parse_pattern_string
 from harness.runner import RunRequest
 from implementations import RunContext, block_index, distributed_index, exchange
 from implementations.bigjoin_carry import CarryPlan
 from implementations.budget import COPY_FACTOR, Budget, capped_budget, default_budget, parse_size, worker_memory
+from implementations.constants import BOTH, CURRENT, FORWARD, OLD, REVERSE
+from implementations.dataflow_kernels import _subtract_by
+from implementations.extension_kernels import Changes, IndexPartition, Lists
 from implementations.local_gj import LocalGenericJoin
 from implementations.plan import ExtensionPlan
 from tests.strategies import connected_patterns, messy_graphs
@@ -83,10 +88,10 @@ def budgets(m: int):
 
 
 @st.composite
-def cases(draw):
+def cases(draw, anti: bool = False):
     semantics = draw(st.sampled_from(["undirected", "directed"]))
     rows = draw(messy_graphs(16 if THOROUGH else 12, 80 if THOROUGH else 50, wide_ids=True))
-    query = draw(connected_patterns(2, 5, directed=semantics == "directed"))
+    query = draw(connected_patterns(2, 5, directed=semantics == "directed", anti=anti))
     spec = make_join_spec(query, semantics)
     return (
         semantics,
@@ -98,17 +103,28 @@ def cases(draw):
     )
 
 
+def networkx_count(src, dst, spec) -> int:
+    """The reference for anti-edges and induced patterns (local-gj's is for plain ones)."""
+    return count_edges(list(zip(src.tolist(), dst.tolist())), Pattern.of(spec.query, spec.semantics), 0)[0]
+
+
+@pytest.mark.parametrize("anti", [False, True], ids=["plain", "anti"])
 @pytest.mark.parametrize("name", VARIANTS)
-def test_counts_equal_local_gj_for_any_workers_and_budget(name):
-    @settings(max_examples=150 if THOROUGH else 25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(case=cases())
+def test_counts_equal_a_reference_for_any_workers_and_budget(name, anti):
+    """Plain patterns against local-gj; with `anti`, anti-edges and induced patterns (anti-relations on
+    every path of the kernels: lists in blocks of a few entries, carried levels) against networkx."""
+    examples = (100 if THOROUGH else 15) if anti else (150 if THOROUGH else 25)
+    expect = networkx_count if anti else reference
+
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(case=cases(anti))
     def check(case):
         semantics, rows, spec, workers, budget, block_size = case
         src, dst = canonical(rows, semantics)
         if not len(src):
             return
         count, counters, sample = in_process(name, src, dst, spec, workers, budget, block_size)
-        assert count == reference(src, dst, spec), (spec.query.describe(), semantics, workers, budget, block_size)
+        assert count == expect(src, dst, spec), (spec.query.describe(), semantics, workers, budget, block_size)
         assert len(sample) == min(count, 50)
         assert counters.totals["kernels_compiled"] == 0  # the module's warm-up covered every type
 
@@ -143,6 +159,60 @@ def test_carry_plan_carries_the_clique_levels_and_nothing_where_nothing_is_reuse
     assert carried("clique5") == [2, 3, 4]
     path = make_join_spec(BUILTINS["triangle"].__class__("path", (("a", "b"), ("b", "c"))), "undirected")
     assert CarryPlan.of(ExtensionPlan.from_spec(path)).describe()["carried_levels"] == []
+
+
+# A 4-clique a, b, c, d with a pendant e on a, attributes in the order e, a, b, c, d; directed, so
+# no inequality filters a level (undirected, e must differ from b, c and d, and nothing carries).
+PENDANT_CLIQUE = "e-a,a-b,a-c,a-d,b-c,b-d,c-d"
+
+
+@pytest.mark.parametrize(
+    "anti,carried",
+    [
+        ("!e-b,!e-c,!e-d", [3, 4]),  # e's anti-relation is subtracted at b's level and inherited by c's and d's
+        ("!e-b", [4]),  # b's candidates lack the values that follow e, which c's need
+        ("!e-d", [3, 4]),  # d's level subtracts it beside intersecting c's list
+    ],
+)
+def test_a_level_carries_its_parents_anti_relations_only_where_it_has_them_too(anti, carried):
+    spec = make_join_spec(parse_pattern_string(f"{PENDANT_CLIQUE},{anti}"), "directed", ("e", "a", "b", "c", "d"))
+    plan = ExtensionPlan.from_spec(spec)
+    carry = CarryPlan.of(plan)
+    assert carry.describe()["carried_levels"] == carried
+    for level in carried:  # the inherited anti-relation is not applied again
+        inherited = int(plan.anti_count[level - 1])
+        assert carry.extra_count[level] == 1 + int(plan.anti_count[level]) - inherited
+    rnd = random.Random(2)
+    src, dst = canonical([(rnd.randrange(10), rnd.randrange(10)) for _ in range(60)], "directed")
+    expected = networkx_count(src, dst, spec)
+    count, _, _ = in_process("bigjoin-carry", src, dst, spec, 3, Budget(None, 7, 5, "test"))
+    assert count == expected > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_anti_intersect_reads_a_changed_list_as_its_view_holds_it(data):
+    """`_subtract_by` on a key with changes (as Delta-BiGJoin's views have them): in view CURRENT the
+    base list with the changes applied, in view OLD the base (no changes before this batch)."""
+    key = 50
+    values = st.lists(st.integers(0, 100).filter(lambda v: v != key), unique=True)
+    base, flips, cands = data.draw(values), data.draw(values), sorted(data.draw(values))
+    current = set(base) ^ set(flips)  # a change adds a value the base lacks and removes one it holds
+    forward, reverse = sorted(v for v in base if v > key), sorted(v for v in base if v < key)
+    added_f, added_r = sorted(v for v in flips if v > key), sorted(v for v in flips if v < key)
+    lists = Lists.of(np.array([key], np.int32), np.array([[0, len(forward)], [0, len(reverse)]], np.int64),
+                     np.array(forward, np.int32), np.array(reverse, np.int32))  # fmt: skip
+    offsets = np.array([[0, len(added_f)], [0, len(added_r)], [len(added_f)] * 2, [len(added_r)] * 2], np.int64)
+    signs = [np.array([-1 if v in base else 1 for v in added], np.int8) for added in (added_f, added_r)]
+    changes = Changes.of(np.array([key], np.int32), offsets, np.array(added_f, np.int32), np.array(added_r, np.int32), *signs)
+    ix = IndexPartition(lists, changes)
+    for view, holds in ((CURRENT, current), (OLD, set(base))):
+        for kind, side in ((FORWARD, lambda v: v > key), (REVERSE, lambda v: v < key), (BOTH, lambda v: True)):
+            out = np.zeros(len(cands), np.int32)
+            kept = _subtract_by(
+                ix, kind, view, np.int32(key), np.array(cands, np.int32), 0, len(cands), out, 0, np.zeros(2, np.int64)
+            )
+            assert out[:kept].tolist() == [v for v in cands if not (v in holds and side(v))], (view, kind)
 
 
 def test_blobs_arrive_in_sender_and_sequence_order_as_aligned_views():
