@@ -179,8 +179,8 @@ class DeltaBiGJoin(BiGJoin):
     name = "delta-bigjoin"
     kernels = frozenset({"dataflow", "one-level"})
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
+    maintains_updates = True
     anti_edges = False  # delta queries per anti pair are planned (plan_deltas), not yet verified: a test lost a change
-    anti_edges = True  # an anti pair is a delta query of its own, seeded by the changed pair and counted with the opposite sign
     dataflow_class = DeltaFlow  # count() of the initial graph: BiGJoin's dataflow on the current view
     params = BiGJoin.params[:2] + (  # --memory-budget, --batch
         Param("changes", int, 0, "with --updates: record up to N changed matches per batch"),
