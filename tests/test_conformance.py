@@ -169,8 +169,7 @@ def test_random_graphs_and_patterns(spark, impl_name):
 ANTI_IMPLEMENTATIONS = [name for name in IMPLEMENTATIONS if implementations.REGISTRY[name].anti_edges]
 
 
-@pytest.mark.property
-@pytest.mark.skipif(not THOROUGH, reason="thorough only: `make test` meets anti-edges in half of test_random_graphs_and_patterns")
+@pytest.mark.thorough  # `make test` meets anti-edges in half of test_random_graphs_and_patterns
 @pytest.mark.parametrize("impl_name", ANTI_IMPLEMENTATIONS)
 def test_random_anti_and_induced_patterns(spark, impl_name):
     """Every example has anti-edges or is induced: at least 50 per implementation."""
