@@ -479,8 +479,8 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
     """Propose, then Intersect with every pending relation this worker owns, in one pass per queued
     prefix (its row: the prefix, at column level+1 its smallest relation): positions [first, last) of that list, narrowed by the local relations straight
     from the index (a candidate that one of them rejects is never written), then stripped of the
-    local anti-relations' lists; the returned masks name the lookups left (`Lookups` bits). A prefix left with no
-    pending relation is done: its values are written for the first `keep_done` of them (new prefixes,
+    local anti-relations' lists; the returned masks name the lookups left (`Lookups` bits). A prefix
+    left with no pending relation is done: its values are written for the first `keep_done` of them (new prefixes,
     or sampled matches) and only counted after that. Returns (mask, lengths, values, proposals,
     probes, counted). The common case (a one-part list of a static index, no filter) runs inline;
     the rest out of line (`_propose_general`). `blocks`: the split lists' table (bigjoin-s), or None:
@@ -557,8 +557,8 @@ def _propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep
 def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, blocks):
     """Intersect received candidate rows (prefix, mask, length; writable) with every pending relation
     this worker owns and subtract every pending anti-relation it owns (`Lookups` bits), survivors into
-    `out` (may be values itself); a row left with nothing pending is
-    done and, past the first `keep_done` values, only counted (its length set to 0).
+    `out` (may be values itself); a row left with nothing pending is done and, past the first
+    `keep_done` values, only counted (its length set to 0).
     Returns (kept, probes, counted). `blocks` as in `propose_local`, and a level without anti-relations
     compiled without the anti-intersect as there."""
     if plan.anti_count[level] == 0:
@@ -594,25 +594,9 @@ def _intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, b
             kept = n
         else:
             kept, tested = _apply_local(
-                ix,
-                plan,
-                look,
-                level,
-                rows,
-                i,
-                local,
-                rel_count,
-                rel_kind,
-                rel_view,
-                rel_pos,
-                values,
-                read,
-                n,
-                out,
-                write,
-                store,
+                ix, plan, look, level, rows, i, local, rel_count, rel_kind, rel_view, rel_pos, values, read, n, out, write, store,
                 work,
-            )
+            )  # fmt: skip
             probes += tested
         read += n
         rows[i, level] = left
