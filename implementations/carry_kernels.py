@@ -138,7 +138,16 @@ def expand_families(p, workers, ix, loops, level, rows, seg, start, first, last,
     candidates (the family's set from its floor to its ceiling, filtered like a proposal) narrowed at
     once by every extra relation this worker owns. Returns (candidate rows (prefix, mask, length),
     values, proposals, probes, counted) as `propose_local` does. `extra_mask` is a `Lookups` mask:
-    extra anti-relations are subtracted where extra relations intersect."""
+    extra anti-relations are subtracted where extra relations intersect (a level without them
+    compiled without the anti-intersect, as in `propose_local`)."""
+    if plan.anti_count[level] == 0:
+        return _expand_families(p, workers, ix, loops, level, rows, seg, start, first, last, extra_mask, plan, keep_done, None)
+    look = lookups(plan)
+    return _expand_families(p, workers, ix, loops, level, rows, seg, start, first, last, extra_mask, plan, keep_done, look)
+
+
+@njit(cache=True)
+def _expand_families(p, workers, ix, loops, level, rows, seg, start, first, last, extra_mask, plan, keep_done, look):
     n = 0
     bound = 0
     after = plan.above[level, level - 1]
@@ -152,7 +161,10 @@ def expand_families(p, workers, ix, loops, level, rows, seg, start, first, last,
     work = np.zeros(2, dtype=np.int64)
     filtered = level_filtered(plan, level)
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
-    look = lookups(plan)
+    if look is None:
+        look_total, look_pos = rel_count, rel_pos
+    else:
+        look_total, look_pos = look.total, look.pos
     above, below = plan.above, plan.below
     i = w = proposals = probes = counted = stored_done = 0
     for f in range(rows.shape[0]):
@@ -166,15 +178,34 @@ def expand_families(p, workers, ix, loops, level, rows, seg, start, first, last,
             a = lower_bound(seg, s0 + t + 1 if after else s0, s0 + clen, lo)
             b = s0 + clen if hi >= INT32_MAX else lower_bound(seg, a, s0 + clen, hi + 1)
             proposals += b - a
-            local = _local_relations(p, workers, level, cand, i, extra_mask, look.total, look.pos)
+            local = _local_relations(p, workers, level, cand, i, extra_mask, look_total, look_pos)
             cand[i, level] = extra_mask & ~local
             store = cand[i, level] != 0 or stored_done < keep_done
             if local and not filtered:  # straight from the family's set
                 kept, tested = _apply_local(
-                    ix, plan, level, cand, i, local, rel_count, rel_kind, rel_view, rel_pos, seg, a, b - a, out, w, store, work
+                    ix,
+                    plan,
+                    look,
+                    level,
+                    cand,
+                    i,
+                    local,
+                    rel_count,
+                    rel_kind,
+                    rel_view,
+                    rel_pos,
+                    seg,
+                    a,
+                    b - a,
+                    out,
+                    w,
+                    store,
+                    work,
                 )
             else:
-                kept, tested = copy_then_narrow(ix, plan, loops, level, cand, i, local, seg, a, b, out, w, filtered, store, work)
+                kept, tested = copy_then_narrow(
+                    ix, plan, look, loops, level, cand, i, local, seg, a, b, out, w, filtered, store, work
+                )
             probes += tested
             if store:
                 cand[i, level + 1] = kept

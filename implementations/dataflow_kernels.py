@@ -331,11 +331,12 @@ def _narrow_local(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cand
 
 @njit(cache=True, inline="always")
 def _apply_local(
-    ix, plan, level, prefix, i, local, rel_count, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work
+    ix, plan, look, level, prefix, i, local, rel_count, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work
 ):
-    """`_narrow_local` of a `Lookups` mask: with no local anti-relation (every plain pattern) exactly
-    that, inline; else out of line (`_narrow_and_subtract`)."""
-    if local >> rel_count[level] == 0:
+    """`_narrow_local` of a `Lookups` mask: with no local anti-relation exactly that, inline; else
+    out of line (`_narrow_and_subtract`). `look` None: a level without anti-relations, whose
+    kernels numba compiles without the anti-intersect (as a plain pattern's were before it)."""
+    if look is None or local >> rel_count[level] == 0:
         return _narrow_local(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work)
     return _narrow_and_subtract(ix, plan, level, prefix, i, local, cands, np.int64(src), np.int64(n), out, np.int64(dst), work)
 
@@ -402,25 +403,25 @@ def _subtract_changed(ix, kind, view, k, cands, src, n, out, dst):
 
 
 @njit(cache=True)
-def copy_then_narrow(ix, plan, loops, level, prefix, i, local, values, a, b, out, w, filtered, store, work):
+def copy_then_narrow(ix, plan, look, loops, level, prefix, i, local, values, a, b, out, w, filtered, store, work):
     """values[a:b], filtered (an inequality or self-loop test per value), written to out[w:], then
-    narrowed there by the `local` relations: the paths kept out of the per-prefix loops' inline one."""
+    narrowed there by the `local` lookups: the paths kept out of the per-prefix loops' inline one."""
     end = w
     for t in range(a, b):
         c = values[t]
         if not filtered or admissible(c, prefix, i, level, plan.differ, plan.loop[level], loops):
             out[end] = c
             end += 1
-    return _narrow_written(ix, plan, level, prefix, i, local, out, w, end, store, work)
+    return _narrow_written(ix, plan, look, level, prefix, i, local, out, w, end, store, work)
 
 
 @njit(cache=True, inline="always")
-def _narrow_written(ix, plan, level, prefix, i, local, out, start, end, store, work):
-    """out[start:end], just written, narrowed in place by the `local` lookups (`Lookups` bits).
-    Returns (kept, probes)."""
+def _narrow_written(ix, plan, look, level, prefix, i, local, out, start, end, store, work):
+    """out[start:end], just written, narrowed in place by the `local` lookups (`Lookups` bits; `look`
+    as in `_apply_local`). Returns (kept, probes)."""
     if local == 0:
         return end - start, 0
-    if local >> plan.rel_count[level]:
+    if look is not None and local >> plan.rel_count[level]:
         return _narrow_and_subtract(
             ix, plan, level, prefix, i, local, out, np.int64(start), np.int64(end - start), out, np.int64(start), work
         )
@@ -430,7 +431,7 @@ def _narrow_written(ix, plan, level, prefix, i, local, out, start, end, store, w
 
 
 @njit(cache=True, inline="always")
-def _propose_general(ix, plan, loops, level, prefix, i, r, first, last, local, lo, hi, filtered, out, w, store, work):
+def _propose_general(ix, plan, look, loops, level, prefix, i, r, first, last, local, lo, hi, filtered, out, w, store, work):
     """Prefix i's proposals [first, last) from relation r, written (filtered) to out[w:] and narrowed
     there by its `local` relations: a BOTH list (two parts), a filtered level, or an index with changes."""
     kind = plan.rel_kind[level, r]
@@ -440,13 +441,13 @@ def _propose_general(ix, plan, loops, level, prefix, i, r, first, last, local, l
         values, changed, sign, span = _changed_part(ix, kind, plan.rel_view[level, r], k, lo, hi)
         end, _t = _emit(values, changed, sign, span, first, last, 0, out, w,
                         prefix, i, level, plan.differ, plan.loop[level], loops, filtered)  # fmt: skip
-        return _narrow_written(ix, plan, level, prefix, i, local, out, w, end, store, work)
+        return _narrow_written(ix, plan, look, level, prefix, i, local, out, w, end, store, work)
     span = list_ranges(ix, plan.rel_view[level, r], kind, k, lo, hi)
     end, _t = _emit(ix.lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, first, last, 0, out, w,
                     prefix, i, level, plan.differ, plan.loop[level], loops, filtered)  # fmt: skip
     end, _t = _emit(ix.lists.forward, changes.forward, changes.forward_sign, span.forward, first, last, span.reverse.size, out, end,
                     prefix, i, level, plan.differ, plan.loop[level], loops, filtered)  # fmt: skip
-    return _narrow_written(ix, plan, level, prefix, i, local, out, w, end, store, work)
+    return _narrow_written(ix, plan, look, level, prefix, i, local, out, w, end, store, work)
 
 
 @njit(cache=True)
@@ -478,13 +479,21 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
     """Propose, then Intersect with every pending relation this worker owns, in one pass per queued
     prefix (its row: the prefix, at column level+1 its smallest relation): positions [first, last) of that list, narrowed by the local relations straight
     from the index (a candidate that one of them rejects is never written), then stripped of the
-    local anti-relations' lists; the returned masks name the lookups left (`Lookups` bits). A prefix left with no
-    pending relation is done: its values are written for the first `keep_done` of them (new prefixes,
+    local anti-relations' lists; the returned masks name the lookups left (`Lookups` bits). A prefix
+    left with no pending relation is done: its values are written for the first `keep_done` of them (new prefixes,
     or sampled matches) and only counted after that. Returns (mask, lengths, values, proposals,
     probes, counted). The common case (a one-part list of a static index, no filter) runs inline;
     the rest out of line (`_propose_general`). `blocks`: the split lists' table (bigjoin-s), or None:
     numba then compiles the block paths away, so BiGJoin's loop is as it was (inlined into it,
-    they cost BiGJoin a quarter more kernel time on triangles, R-MAT 18)."""
+    they cost BiGJoin a quarter more kernel time on triangles, R-MAT 18). So is the anti-intersect
+    of a level without anti-relations (`_apply_local`)."""
+    if plan.anti_count[level] == 0:
+        return _propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done, blocks, None)
+    return _propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done, blocks, lookups(plan))
+
+
+@njit(cache=True)
+def _propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done, blocks, look):
     n = prefix.shape[0]
     mask = np.empty(n, dtype=np.int32)
     lengths = np.zeros(n, dtype=np.int32)
@@ -492,8 +501,10 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
     work = np.zeros(2, dtype=np.int64)
     filtered = level_filtered(plan, level)
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
-    look = lookups(plan)
-    look_total, look_pos, look_kind = look.total, look.pos, look.kind
+    if look is None:
+        look_total, look_pos, look_kind = rel_count, rel_pos, rel_kind
+    else:
+        look_total, look_pos, look_kind = look.total, look.pos, look.kind
     above, below = plan.above, plan.below
     full = (1 << look_total[level]) - 1  # every relation and anti-relation
     w = proposals = probes = counted = stored_done = 0
@@ -521,8 +532,8 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
             a, b = a + first[i], min(a + last[i], b)
             if local:  # a candidate a local relation rejects is never written
                 kept, tested = _apply_local(
-                    ix, plan, level, prefix, i, local, rel_count, rel_kind, rel_view, rel_pos, values, a, max(0, b - a), out, w,
-                    store, work,
+                    ix, plan, look, level, prefix, i, local, rel_count, rel_kind, rel_view, rel_pos, values, a, max(0, b - a),
+                    out, w, store, work,
                 )  # fmt: skip
             else:
                 kept, tested = max(0, b - a), 0
@@ -530,7 +541,7 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
                     out[w + t] = values[a + t]
         else:
             kept, tested = _propose_general(
-                ix, plan, loops, level, prefix, i, r, first[i], last[i], local, lo, hi, filtered, out, w, store, work
+                ix, plan, look, loops, level, prefix, i, r, first[i], last[i], local, lo, hi, filtered, out, w, store, work
             )
         probes += tested
         if store:
@@ -546,13 +557,23 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
 def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, blocks):
     """Intersect received candidate rows (prefix, mask, length; writable) with every pending relation
     this worker owns and subtract every pending anti-relation it owns (`Lookups` bits), survivors into
-    `out` (may be values itself); a row left with nothing pending is
-    done and, past the first `keep_done` values, only counted (its length set to 0).
-    Returns (kept, probes, counted). `blocks` as in `propose_local`."""
+    `out` (may be values itself); a row left with nothing pending is done and, past the first
+    `keep_done` values, only counted (its length set to 0).
+    Returns (kept, probes, counted). `blocks` as in `propose_local`, and a level without anti-relations
+    compiled without the anti-intersect as there."""
+    if plan.anti_count[level] == 0:
+        return _intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, blocks, None)
+    return _intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, blocks, lookups(plan))
+
+
+@njit(cache=True)
+def _intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, blocks, look):
     work = np.zeros(2, dtype=np.int64)
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
-    look = lookups(plan)
-    look_total, look_pos, look_kind = look.total, look.pos, look.kind
+    if look is None:
+        look_total, look_pos, look_kind = rel_count, rel_pos, rel_kind
+    else:
+        look_total, look_pos, look_kind = look.total, look.pos, look.kind
     read = write = probes = counted = stored_done = 0
     for i in range(rows.shape[0]):
         n = rows[i, level + 1]
@@ -573,8 +594,9 @@ def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, bl
             kept = n
         else:
             kept, tested = _apply_local(
-                ix, plan, level, rows, i, local, rel_count, rel_kind, rel_view, rel_pos, values, read, n, out, write, store, work
-            )
+                ix, plan, look, level, rows, i, local, rel_count, rel_kind, rel_view, rel_pos, values, read, n, out, write, store,
+                work,
+            )  # fmt: skip
             probes += tested
         read += n
         rows[i, level] = left
