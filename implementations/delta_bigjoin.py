@@ -139,7 +139,8 @@ class DeltaFlow(DataflowJob):
         x, y = x[keep, 0], np.ascontiguousarray(y[keep])
         worker.add(1, "proposals", len(y))
         rows = np.empty((len(x), 3), np.int32)
-        rows[:, 0], rows[:, 1], rows[:, 2] = x, full_mask(plan, 1), 1
+        pending = (1 << int(plan.rel_count[1] + plan.anti_count[1])) - 1  # candidates: relations and anti-relations
+        rows[:, 0], rows[:, 1], rows[:, 2] = x, pending, 1
         if plan.rel_count[1] or plan.anti_count[1]:  # a relation or anti-relation besides the seed atom: all keyed here
             worker.candidates(1, rows, y)
         else:
@@ -180,7 +181,7 @@ class DeltaBiGJoin(BiGJoin):
     kernels = frozenset({"dataflow", "one-level"})
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
     maintains_updates = True
-    anti_edges = False  # delta queries per anti pair are planned (plan_deltas), not yet verified: a test lost a change
+    anti_edges = True
     dataflow_class = DeltaFlow  # count() of the initial graph: BiGJoin's dataflow on the current view
     params = BiGJoin.params[:2] + (  # --memory-budget, --batch
         Param("changes", int, 0, "with --updates: record up to N changed matches per batch"),

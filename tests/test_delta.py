@@ -9,12 +9,12 @@ import os
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from harness import cli
 from harness.oracles import Pattern, sql
-from harness.query import BUILTINS, make_join_spec, parse_pattern_string
+from harness.query import BUILTINS, load_query, make_join_spec, parse_pattern_string
 from harness.updates import UpdateStream
 from implementations import RunContext
 from implementations.delta_bigjoin import DeltaBiGJoin
@@ -123,6 +123,31 @@ def test_a_pipelined_batch_labels_each_exchange_with_its_own_level(spark, by_deg
     assert sum(per_round.values()) == out.counters["tuples_exchanged"] > 0
 
 
+@pytest.mark.parametrize("semantics", ["undirected", "directed"])
+@pytest.mark.parametrize("edges", ["a-b,b-c", pytest.param("a-b,b-c,c-d", marks=pytest.mark.thorough)])
+def test_induced_counts_under_awkward_batches(spark, semantics, edges):
+    """An inserted edge both creates induced matches and destroys them (it fills an anti-edge), and a
+    deleted one the reverse: the anti pairs' delta queries count the negated change of the edges."""
+    query, _ = load_query({"name": "induced", "edges": edges, "induced": True})
+    ring = [(10 + i, 10 + (i + 1) % 6) for i in range(6)]  # the chord 10-13 fills induced 4-paths' anti-edges
+    fill = [[(4, 0, 1)], [(2, 4, 1), (10, 13, 1)], [(2, 4, -1), (4, 3, 1), (10, 13, -1)]]
+    outcomes = maintain(spark, K4_PLUS + ring, AWKWARD + fill, make_join_spec(query, semantics), workers=2, changes=100)
+    signs = {d for o in outcomes[len(AWKWARD) :] for _, d in o.changes}
+    assert signs == {-1, 1}
+    if edges == "a-b,b-c":  # inserting 2-4 fills the wedge 2-0-4's anti-edge and makes the wedge 4-2-3
+        assert {d for _, d in outcomes[len(AWKWARD) + 1].changes} == {-1, 1}
+
+
+def test_an_anti_pair_beside_the_seed_pair(spark):
+    """a -> b with no b -> a: each seed of one is checked against the other at level 1, the last
+    level (the seed rows' pending mask must name the anti-relation, or deleting 2->3 loses the
+    one-way edge 3->2 it makes)."""
+    query, _ = load_query({"name": "one-way", "edges": "a-b", "induced": True})
+    maintain(
+        spark, K4_PLUS + [(5, 5)], AWKWARD + [[(5, 5, -1), (6, 6, 1), (2, 3, 1), (3, 2, 1)]], make_join_spec(query, "directed")
+    )
+
+
 def test_an_atom_parallel_to_the_seed_atom(spark):
     """A query with two atoms between the same attributes (a->b and b->a): the seed atom's partner binds
     the second attribute at level 1, so its seeds are intersected there (the paper's path; found by the
@@ -225,9 +250,12 @@ def test_random_update_sequences(spark, data):
     name = data.draw(vertex_ids(vertices), label="ids")  # vertex ids spread over the whole int64 range
     initial = [(name[s], name[d]) for s, d in initial]
     batches = [[(name[s], name[d], diff) for s, d, diff in ops] for ops in batches]
-    query = data.draw(connected_patterns(2, 4, directed=semantics == "directed"), label="pattern")
+    anti = data.draw(st.booleans(), label="anti")  # half the patterns have anti-edges or are induced
+    query = data.draw(connected_patterns(2, 4, directed=semantics == "directed", anti=anti), label="pattern")
     workers = data.draw(st.integers(1, 3), label="workers")
-    maintain(spark, initial, batches, make_join_spec(query, semantics), workers)
+    spec = make_join_spec(query, semantics)
+    event("anti-edges or induced" if spec.anti else "no anti pair")  # --hypothesis-show-statistics
+    maintain(spark, initial, batches, spec, workers)
     if THOROUGH:  # the sequence really mixed every kind of change
         assert len(batches) >= 10 and {"insert", "delete", "reinsert", "delete-absent"} <= kinds, kinds
 
