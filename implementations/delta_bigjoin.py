@@ -180,6 +180,7 @@ class DeltaBiGJoin(BiGJoin):
     kernels = frozenset({"dataflow", "one-level"})
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
     maintains_updates = True
+    writes_matches = False  # counts kept current under updates; a listing of one state is not what it is for
     anti_edges = False  # delta queries per anti pair are planned (plan_deltas), not yet verified: a test lost a change
     dataflow_class = DeltaFlow  # count() of the initial graph: BiGJoin's dataflow on the current view
     params = BiGJoin.params[:2] + (  # --memory-budget, --batch
