@@ -108,6 +108,12 @@ def cmd_run(args) -> int:
     _print_results([record], f"run {record['run_id']}", args.wide)
     _report_failures([record])
     console.print(f"result: {path}")
+    if record.get("limit") is not None:
+        first = record["metrics"].get("first_match_s")
+        console.print(
+            f"limit {record['limit']:,}: count {record['count']:,} is min({record['limit']:,}, matches), verified as such; "
+            f"first match after {'(not known)' if first is None else f'{first} s'}"
+        )
     if record.get("output"):
         console.print(f"matches: {record['output']['path']} ({record['output']['rows']:,} rows, Parquet)")
     return 0 if passes(record) else 2

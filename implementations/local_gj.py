@@ -265,6 +265,8 @@ def warm_up() -> None:
 
 
 CHUNK_S = 0.25  # seconds per kernel call: the longest a timed-out run keeps going
+FIRST_RATE = 1e6  # the work per second the first slice assumes: a quarter of a million units of 1 + degree²
+FIRST_RATE_LIMITED = 1e4  # with a limit, a first slice a hundredth of that (slices grow 4x each): stops soon after N
 LIST_ROWS = 1 << 16  # write_matches: the matches one slice lists before the buffer grows
 
 
@@ -311,15 +313,16 @@ class LocalGenericJoin(Implementation):
             self.values[i, : len(v)] = v
         self.n = n
 
-    def _slices(self) -> Iterator[tuple[int, int]]:
+    def _slices(self, rate: float = FIRST_RATE) -> Iterator[tuple[int, int]]:
         """Slices [lo, hi) of first-position vertices, sized to take about CHUNK_S each (the caller runs
         the kernel on one before asking for the next), so a timed-out run stops within a slice
         (ctx.cancelled) instead of running on for hours. A slice is sized by estimated work, 1 + degree²
         per vertex, at the rate the last slice ran: work per vertex climbs steeply towards the
-        high-degree end of the ranking, a vertex count would not."""
+        high-degree end of the ranking, a vertex count would not. `rate`: the estimated work per second
+        the first slice (a short probe) assumes."""
         degree = self.degree.astype(np.float64)
         estimate = np.concatenate([[0.0], np.cumsum(1.0 + degree * degree)])
-        lo, rate = 0, 1e6  # estimated work per second; the first slice is a short probe
+        lo = 0
         while lo < self.n:
             if self.ctx.cancelled.is_set():
                 raise RunCancelled(f"local-gj stopped at vertex {lo:,} of {self.n:,}")
@@ -353,15 +356,16 @@ class LocalGenericJoin(Implementation):
         """local-gj runs on the driver by design, so its matches are written from the driver's process:
         each slice's matches, listed into a buffer (grown when a slice finds more than it holds, the
         slice then run again), mapped to the graph's ids and appended to one Parquet file by pyarrow.
-        With a limit it stops after the slice that reaches it; first_match_s is the end of the first
-        slice that found one."""
+        With a limit it stops after the slice that reaches it, and its first slice is small (slices grow
+        4x each), so an existence query stops soon after its first match; first_match_s is the end of
+        the first slice that found one."""
         work, spare = np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64)
         out = np.zeros((LIST_ROWS if path is not None else 0, self.plan.m), dtype=np.int64)
         self.buf = scratch(self.offsets, self.plan.m)
         writer = None if path is None else _parquet_writer(path, self.ctx.spec)
         started, first_match_s, count = time.perf_counter(), None, 0
         try:
-            for lo, hi in self._slices():
+            for lo, hi in self._slices(FIRST_RATE if limit is None else FIRST_RATE_LIMITED):
                 found = self._kernel(lo, hi, len(out), out, 0, work)
                 if writer is not None and found > len(out):  # listed in part: again, into a buffer that holds them
                     out = np.zeros((found, self.plan.m), dtype=np.int64)
