@@ -108,6 +108,14 @@ def cmd_run(args) -> int:
     _print_results([record], f"run {record['run_id']}", args.wide)
     _report_failures([record])
     console.print(f"result: {path}")
+    if record.get("limit") is not None:
+        first = record["metrics"].get("first_match_s")
+        console.print(
+            f"limit {record['limit']:,}: count {record['count']:,} is min({record['limit']:,}, matches), verified as such; "
+            f"first match after {'(not known)' if first is None else f'{first} s'}"
+        )
+    if record.get("output"):
+        console.print(f"matches: {record['output']['path']} ({record['output']['rows']:,} rows, Parquet)")
     return 0 if passes(record) else 2
 
 
@@ -414,6 +422,8 @@ def _add_param_flags(parser: argparse.ArgumentParser) -> None:
         "updates": [name for name, cls in REGISTRY.items() if cls.maintains_updates],
         "recompute": [name for name, cls in REGISTRY.items() if cls.maintains_updates],
         "memory_per_worker": [name for name, cls in REGISTRY.items() if not cls.runs_in_driver],
+        "output": [name for name, cls in REGISTRY.items() if cls.writes_matches],
+        "limit": [name for name, cls in REGISTRY.items() if cls.writes_matches],
         "census_method": [
             "every implementation; induced: " + (", ".join(n for n, c in REGISTRY.items() if c.anti_edges) or "none yet")
         ],

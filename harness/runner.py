@@ -19,6 +19,7 @@ from . import (
     datasets,
     dynamic,
     history,
+    listing,
     memory_cap,
     memory_model,
     motifs,
@@ -73,6 +74,20 @@ RUN_PARAMS = (
         "a motif census (--query motifs:3 or motifs:4): 'induced' counts each shape as an induced pattern, "
         "'convert' counts the plain shapes and converts; default induced where the implementation counts "
         "induced patterns, else convert",
+    ),
+    Param(
+        "output",
+        str,
+        None,
+        "write every match as Parquet into this directory (new or empty; it may be on HARNESS_STORE): one "
+        "column per pattern vertex, original vertex ids, written where the matches are found",
+    ),
+    Param(
+        "limit",
+        int,
+        None,
+        "stop after N matches (1: an existence query); the run counts min(N, matches) and records the "
+        "seconds to the first match (metrics.first_match_s)",
     ),
 )
 
@@ -165,6 +180,8 @@ def _new_record(req: RunRequest) -> dict:
         "timeout_expected": req.timeout_expected,
         "mem_expected": req.mem_expected,
         "count": None,
+        "limit": None,  # --limit N: count is min(N, matches), verified as such
+        "output": None,  # --output: the Parquet directory the matches went to, its rows and columns
         "verified": False,
         "unverified_reason": None,
         "oracle": None,
@@ -182,6 +199,7 @@ class _Run:
     started: float  # wall_s counts from here (reset once the Spark session has started)
     record: dict
     workdir: Path | None = None  # a dynamic run's scratch for its stream, removed when the run ends
+    staging: Path | None = None  # --output: where the matches are written until the run has finished them
 
     @property
     def run_id(self) -> str:
@@ -204,6 +222,7 @@ class _Plan:
     spec: JoinSpec
     source: datasets.Source
     census: census.CensusPlan | None = None  # a motif census: its shapes, each run in turn
+    listed: listing.Listing | None = None  # --output / --limit: the matches listed (write_matches), not only counted
 
 
 @dataclass
@@ -315,6 +334,7 @@ class Runner:
         finally:
             if run.workdir is not None:
                 shutil.rmtree(run.workdir, ignore_errors=True)
+            listing.discard(run.staging)  # a listing moved into place has left it; a failed one goes
         if self._capped is not None:
             self._cap_verdict(run)
         self._finish(run)
@@ -358,9 +378,10 @@ class Runner:
         run_params, impl_params = split_params(impl_cls, req.params)
         recompute_cls = recompute.implementation(run_params["recompute"])
         spec, census_plan, record["query"] = resolve_query(req, impl_cls, run_params)
+        listed = listing.check(run_params, impl_cls, census_plan is not None)
         self._use_cap(self._capped_workers(run_params["memory_per_worker"], impl_cls, req.workers))
         self._use_kernels(impl_cls.kernels | (recompute_cls.kernels if recompute_cls else frozenset()))
-        return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, datasets.resolve(req.dataset), census_plan)
+        return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, datasets.resolve(req.dataset), census_plan, listed)
 
     def _capped_workers(self, size: str | None, impl_cls, workers: int) -> CappedWorkers | None:
         """The capped workers a run asks for: W of its own in local mode, or those of the capped
@@ -456,7 +477,7 @@ class Runner:
         with MemorySampler(self.spark) as memory:
             metrics["memory"] = memory  # its report replaces it once it has stopped
             if plan.census is None:
-                index_s, query_s, outcome = self._index_and_count(run, impl, deadline)
+                index_s, query_s, outcome = self._index_and_count(run, impl, deadline, listed=plan.listed)
                 index_reused = impl.index_reused
             else:
                 index_s, query_s, outcome = self._census(run, plan, loaded, deadline)
@@ -465,20 +486,38 @@ class Runner:
             metrics["wall_s"] = round(time.perf_counter() - run.started, 4)
             record["count"] = int(outcome.count)
             record["logical"] = outcome.counters
+            if plan.listed is not None:
+                self._listed(run, plan.listed, outcome)
             if loaded.stream is not None:
                 self._run_batches(run, plan, impl, loaded.stream, deadline, memory)
         metrics["memory"] = memory.report()
         return window_start, outcome
 
     def _index_and_count(
-        self, run: _Run, impl: Implementation, deadline: float | None, shape: str = ""
+        self, run: _Run, impl: Implementation, deadline: float | None, shape: str = "", listed: listing.Listing | None = None
     ) -> tuple[float, float, Outcome]:
-        """(index_s, query_s, outcome): prepare, then count, each timed under the run's job groups."""
+        """(index_s, query_s, outcome): prepare, then count (or, listed, write_matches), each timed under
+        the run's job groups."""
         self.live["phase"] = f"index{shape}"
         index_s, _ = self.timed(f"{run.run_id}:index", impl.prepare, deadline, impl.ctx.cancelled)
         self.live["phase"] = f"query{shape}"
-        query_s, outcome = self.timed(f"{run.run_id}:query", impl.count, deadline, impl.ctx.cancelled)
+        query = impl.count
+        if listed is not None:
+            run.staging = listing.staging_dir(listed, run.run_id)
+            staging = None if run.staging is None else str(run.staging)
+            query = lambda: impl.write_matches(staging, listed.limit)  # noqa: E731
+        query_s, outcome = self.timed(f"{run.run_id}:query", query, deadline, impl.ctx.cancelled)
         return index_s, query_s, outcome
+
+    def _listed(self, run: _Run, listed: listing.Listing, outcome) -> None:
+        """A listing's record: its limit, the seconds to its first match, and the written file (moved into
+        place once its row count, read from its footers, equals the run's count)."""
+        record = run.record
+        record["limit"] = listed.limit
+        record["metrics"]["first_match_s"] = None if outcome.first_match_s is None else round(outcome.first_match_s, 4)
+        if run.staging is not None:
+            record["output"] = listing.publish(run.staging, listed, record["count"], record["query"]["attributes"])
+            run.staging = None
 
     def _census(self, run: _Run, plan: _Plan, loaded: _Loaded, deadline: float | None) -> tuple[float, float, Outcome]:
         """A motif census: each shape prepared and counted in turn by its own instance of the implementation,
@@ -542,6 +581,7 @@ class Runner:
                 req.oracle,
                 req.oracle_timeout_s,
                 answers=self._oracle_answers,
+                limit=record["limit"],
             )
 
         if loaded.stream is not None:  # verified batch by batch
@@ -549,7 +589,9 @@ class Runner:
             record["unverified_reason"] = None if record["verified"] or disagrees else record["oracle"].get("reason")
         else:
             if plan.census is None:
-                verdict = check(plan.spec, record["count"], loaded.impl.matches)
+                written = record["output"]  # a listing's own rows are what it found: those are compared
+                listed = loaded.impl.matches if written is None else lambda n: listing.read_back(written["path"], n)
+                verdict = check(plan.spec, record["count"], listed)
             else:
                 verdict = census.verify(record["census"], loaded.counted, check, plan.census.method)
             disagrees = verdict.pop("disagrees")

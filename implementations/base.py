@@ -60,6 +60,13 @@ class Outcome:
 
 
 @dataclass
+class Listed(Outcome):
+    """What `write_matches` reports: the count (at most the limit), and how long the first match took."""
+
+    first_match_s: float | None = None  # seconds from the call to the first match found, where the implementation knows it
+
+
+@dataclass
 class BatchOutcome:
     """What an implementation reports for one update batch."""
 
@@ -89,6 +96,8 @@ class Implementation(ABC):
     anti_edges: bool = False
     # Filters candidates by the vertex labels a pattern requires (JoinSpec.query.labels); others refuse them.
     vertex_labels: bool = False
+    # Lists its matches (`write_matches`): --output writes them, --limit stops after N; others refuse both.
+    writes_matches: bool = False
     # The parameters it reads from ctx.params: anything else given is a DataError, and the CLI's flags
     # and their help come from these declarations.
     params: tuple[Param, ...] = ()
@@ -123,6 +132,21 @@ class Implementation(ABC):
     def count(self) -> Outcome:
         """Count the matches without collecting them to the driver. Timed as query_s."""
 
+    def write_matches(self, path: str | None, limit: int | None) -> Listed:
+        """count()'s work, listing the matches: each written (path given) as Parquet into the directory
+        `path`, one column per attribute of spec.query in its order, original vertex ids, by the processes
+        that find them (never collected on the driver); stopping once `limit` are found (None: all), so
+        count is min(limit, matches). path None: counted only, stopping at the limit. Timed as query_s."""
+        raise DataError(f"{self.name} does not list its matches (--output, --limit): {writers()}")
+
     @abstractmethod
     def matches(self, limit: int) -> list[tuple]:
         """Up to `limit` matches, as tuples in `spec.query.attributes` order (used only to verify)."""
+
+
+def writers() -> str:
+    """Which registered implementations list their matches, for the error that says one does not."""
+    from . import REGISTRY
+
+    names = [name for name, cls in REGISTRY.items() if cls.writes_matches]
+    return f"{', '.join(names) or 'none'} {'does' if len(names) == 1 else 'do'}"

@@ -14,26 +14,30 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from harness import store
 from harness.errors import DataError
 from harness.memory_cap import CAP_CONF, IDLE_CONF
 from harness.params import human
 from harness.query import JoinSpec, in_query_order
 
-from . import distributed_index, exchange
-from .base import Implementation, Outcome, Param, RunContext
+from . import distributed_index, exchange, match_files
+from .base import Implementation, Listed, Outcome, Param, RunContext
 from .budget import COPY_FACTOR, Budget, capped_budget, default_budget, parse_size, worker_memory
 from .dataflow import DataflowGroup, DataflowJob
+from .match_files import MatchSink, part_name
 from .plan import ExtensionPlan
 from .prefix_extension import (
     FIELDS,
     PYTHON_CLOCKS,
     RECEIVED,
     Chunk,
+    F,
     JobResult,
     run_job,
     run_locally,
@@ -119,6 +123,8 @@ class BiGJoin(Implementation):
         Param("index_build", str, "auto", "where the index is built: driver, spark, or auto (driver up to 200M edges)"),
     )
     _sample: np.ndarray | None  # the matches a count kept; None once the graph has changed
+    _listing: _Listing | None = None  # set while write_matches runs
+    writes_matches = True  # the last level's matches, written by the tasks that find them (not bigjoin-s-paper, delta-bigjoin)
 
     @classmethod
     def wants_driver_edges(cls, edges: int, params: dict) -> bool:
@@ -229,6 +235,36 @@ class BiGJoin(Implementation):
             metrics={"python_task_s": counters.python_task_s()},
         )
 
+    def write_matches(self, path: str | None, limit: int | None) -> Listed:
+        """count()'s dataflow with the last level listed: each task writes the matches it finds (mapped to
+        original ids) as a Parquet file into `path` when its stage ends, and the driver keeps the files
+        of the attempts whose results it received. With a limit, no job starts once the jobs so far
+        found that many (each task writes at most the limit, and the last file is cut to it by Spark);
+        first_match_s is the end of the first job that found one."""
+        sink = None
+        run_ids = None
+        if path is not None:
+            run_ids = store.new_scratch("ids")
+            store.save_to_store(str(run_ids / "ids.npy"), self.index.ids)
+            sink = MatchSink.of(self.ctx.spec, path, str(run_ids / "ids.npy"), limit)
+        self._listing = _Listing(sink, limit, time.perf_counter())
+        try:
+            count, counters, _ = self._run(0)
+        finally:
+            self._listing = None
+            if run_ids is not None:
+                shutil.rmtree(run_ids, ignore_errors=True)
+        if path is not None:
+            match_files.keep_accepted(path, self._accepted)
+            if limit is not None:
+                match_files.trim(self.ctx.spark, path, limit)
+        return Listed(
+            count if limit is None else min(limit, count),
+            counters.report(self.index, self.budget_fields(), self.index_reused),
+            metrics={"python_task_s": counters.python_task_s()},
+            first_match_s=self._first_match_s,
+        )
+
     def matches(self, limit: int) -> list[tuple]:
         sample = getattr(self, "_sample", None)
         if sample is not None and (self._sample_complete or len(sample) >= limit):
@@ -242,6 +278,13 @@ class BiGJoin(Implementation):
         if self.plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
             index = self.index
             ranks = index.loop_vertices if self.plan.loop[0] else np.arange(index.vertices)
+            listing = self._listing
+            if listing is not None:
+                self._first_match_s = time.perf_counter() - listing.started if len(ranks) else None
+                if listing.sink is not None:  # the index's own vertex list, held by the driver
+                    name = part_name(0, 0, 0, 0)
+                    listing.sink.write(name, ranks[: listing.sink.limit].reshape(-1, 1))
+                    self._accepted = {name}
             return len(ranks), Counters(1), ranks[:match_limit].reshape(-1, 1)
         if self.job_class is not None:
             return self.extend_by_level(match_limit)
@@ -297,6 +340,16 @@ class BiGJoin(Implementation):
 
         return self._schedule(batches, match_limit, job, update)
 
+    def _listed(self, listing: _Listing, job, result: JobResult, count: int, level: int | None) -> int | None:
+        """After a job of write_matches: the files its received attempts wrote, when the first match came,
+        and the next level, or None once the limit is reached."""
+        for rec in result.stats:
+            stage, worker, attempt = (int(rec[F[name]]) for name in ("stage", "worker", "attempt"))
+            self._accepted.add(part_name(job.job_id, stage, worker, attempt))
+        if self._first_match_s is None and count:
+            self._first_match_s = time.perf_counter() - listing.started
+        return None if listing.limit is not None and count >= listing.limit else level
+
     def _schedule(self, batches: Batches, match_limit: int, make_job, update) -> tuple[int, Counters, np.ndarray]:
         """The driver's loop: a job at the level `next_level` picks (`make_job(level, common fields)`),
         run, counted and folded into the queues (`update`), until no work is left. Returns the count,
@@ -312,6 +365,10 @@ class BiGJoin(Implementation):
             "match_limit": match_limit,
             **self.job_args(),
         }
+        listing = self._listing
+        if listing is not None and listing.sink is not None:
+            common["sink"] = listing.sink
+        self._accepted, self._first_match_s = set(), None
         counters = Counters(m)
         found: list[np.ndarray] = []
         job_id = 0
@@ -327,10 +384,20 @@ class BiGJoin(Implementation):
                 found += [result.matches[g] for g in sorted(result.matches)]
                 job_id += 1
                 level = next_level(batches)
+                if listing is not None:
+                    level = self._listed(listing, job, result, counters.count, level)
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
         sample = np.concatenate(found)[:match_limit] if found else np.zeros((0, m), np.int32)
         return counters.count, counters, sample
+
+
+class _Listing(NamedTuple):
+    """A run of write_matches: where its tasks write (None: counted only), its limit, when it started."""
+
+    sink: MatchSink | None
+    limit: int | None
+    started: float
 
 
 def require_anti_lookups(plan: ExtensionPlan, spec: JoinSpec) -> None:

@@ -497,6 +497,7 @@ class BiGJoinSPaper(BiGJoin):
     description = "BiGJoin-S as published: lookups travel to balanced indices, prefixes stay, then Balance"
     job_class = BalancedJob
     anti_edges = False
+    writes_matches = False  # its one-level jobs (prefix_extension) sample matches for the driver; they write none
     batches_class = AllWorkersFull
     params = LEVEL_PARAMS
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from functools import reduce
 from typing import NamedTuple
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
-from .base import Implementation, Outcome
+from .base import Implementation, Listed, Outcome
 
 VALUE_BYTES = 8  # one attribute of an intermediate row: a long
 
@@ -38,6 +38,7 @@ class BinaryJoin(Implementation):
     name = "binary"
     description = "left-deep plan of Spark DataFrame shuffled hash joins (edge-at-a-time)"
     anti_edges = True  # each anti pair is a left_anti join once both its attributes are bound
+    writes_matches = True  # the plan's rows, written by Spark's Parquet writer
 
     def _relation(self, x: str, y: str) -> DataFrame:
         """edge(x, y) with columns named by the attributes it binds."""
@@ -108,6 +109,17 @@ class BinaryJoin(Implementation):
             "largest_intermediate_bytes": largest.rows * largest.columns * VALUE_BYTES,
         }
         return Outcome(count=count, counters=counters)
+
+    def write_matches(self, path: str | None, limit: int | None) -> Listed:
+        """The plan's rows (the graph's own vertex ids) written by the executors with Spark's Parquet
+        writer, counted as they are written; a limit is Spark's (each partition stops at N, then N of those are kept). Spark does not
+        say when the first row appeared: first_match_s is unknown."""
+        matches = self.plan() if limit is None else self.plan().limit(limit)
+        if path is None:
+            return Listed(count=matches.count())
+        written = Observation("written")  # counted as the write job runs: no second pass over the matches
+        matches.observe(written, F.count(F.lit(1)).alias("rows")).write.parquet(path)
+        return Listed(count=int(written.get["rows"]))
 
     def matches(self, limit: int) -> list[tuple]:
         return [tuple(r) for r in self.plan().limit(limit).collect()]

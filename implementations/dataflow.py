@@ -58,6 +58,7 @@ from .dataflow_kernels import (
 from .exchange import BlobKind
 from .extension_kernels import next_owner
 from .keys import partition_of
+from .match_files import MatchSink, part_name
 from .plan import ExtensionPlan
 from .prefix_extension import FIELDS, Chunk, F
 
@@ -104,6 +105,7 @@ class DataflowJob:
     run_dir: str
     job_id: int
     match_limit: int = 0
+    sink: MatchSink | None = None  # --output / --limit: the last level's matches are listed into files, not sampled
     # Several extensions in one Spark job (`DataflowGroup`): each tags its counters' groups and its
     # blobs with tag + level, tag a multiple of TAG_STRIDE, and queues under a run_dir of its own.
     tag: int = 0
@@ -224,6 +226,7 @@ class WorkerStage:
         self.records: dict[int, np.ndarray] = {}
         self.carried: list[np.ndarray] = []  # stats rows of earlier stages, travelling with the data
         self.matches: list[np.ndarray] = []
+        self.listed: list[np.ndarray] = []  # matches for the job's sink, written when the stage ends
         self.outgoing: list[tuple[int, np.ndarray]] = []
         self.arrived: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # level -> (rows, values) queued here
         self.attempt = exchange.current_attempt()
@@ -363,6 +366,8 @@ class WorkerStage:
         only counted once the sample of matches is full."""
         if level + 1 < self.plan.m:
             return 1 << 62
+        if self.job.sink is not None:
+            return max(0, self.job.sink.limit - sum(len(m) for m in self.listed))
         return max(0, self.job.match_limit - sum(len(m) for m in self.matches))
 
     def route_candidates(self, level: int, rows: np.ndarray, values: np.ndarray, counted: int) -> None:
@@ -536,6 +541,9 @@ class WorkerStage:
 
     def count_matches(self, level: int, rows: np.ndarray, values: np.ndarray, take: np.ndarray, produced: int) -> None:
         self.add(level, "counted", produced)
+        if self.job.sink is not None:  # keep_done wrote only what the sink still takes
+            self.listed.append(extend_rows(rows, values, level, take, 0)[:, : level + 1])
+            return
         have = sum(len(m) for m in self.matches)
         if self.job.match_limit > have:
             # At the last level only the sample's values were written (keep_done): few rows.
@@ -549,6 +557,11 @@ class WorkerStage:
     def output(self, final: bool):
         """This worker's counters (and sampled matches): to itself for the next stage, or (after the
         last stage) to the driver."""
+        if self.listed:
+            with self.clock(self.plan.m - 1, "io_us"):
+                job = self.job
+                assert job.sink is not None
+                job.sink.write(part_name(job.job_id, self.stage, self.p, self.attempt), np.concatenate(self.listed))
         stats = np.concatenate(self.carried + [self.records[level][None, :] for level in sorted(self.records)])
         tag = self.job.tag
         side = [exchange.pack(BlobKind.STATS, self.p, [stats.ravel()], (*stats.shape, tag))]

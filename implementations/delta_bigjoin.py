@@ -182,6 +182,7 @@ class DeltaBiGJoin(BiGJoin):
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
     maintains_updates = True
     anti_edges = True
+    writes_matches = False  # counts kept current under updates; a listing of one state is not what it is for
     dataflow_class = DeltaFlow  # count() of the initial graph: BiGJoin's dataflow on the current view
     params = BiGJoin.params[:2] + (  # --memory-budget, --batch
         Param("changes", int, 0, "with --updates: record up to N changed matches per batch"),

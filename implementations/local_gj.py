@@ -5,14 +5,18 @@ scanned), candidate sets carried down to the next level, the last level counted 
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Iterator
 
 import numpy as np
+import pyarrow.parquet as pq
 from numba import njit
 
 from harness.query import in_query_order
 
-from .base import Implementation, Outcome, RunCancelled
+from . import match_files
+from .base import Implementation, Listed, Outcome, RunCancelled
 from .constants import INT32_MAX
 from .csr import build_csr, dense_vertices, intersect, vertex_ranks
 from .csr import lower_bound as _lower_bound
@@ -261,6 +265,14 @@ def warm_up() -> None:
 
 
 CHUNK_S = 0.25  # seconds per kernel call: the longest a timed-out run keeps going
+FIRST_RATE = 1e6  # the work per second the first slice assumes: a quarter of a million units of 1 + degree²
+FIRST_RATE_LIMITED = 1e4  # with a limit, a first slice a hundredth of that (slices grow 4x each): stops soon after N
+LIST_ROWS = 1 << 16  # write_matches: the matches one slice lists before the buffer grows
+
+
+def _parquet_writer(path: str, spec) -> pq.ParquetWriter:
+    os.makedirs(path, exist_ok=True)
+    return pq.ParquetWriter(os.path.join(path, "part-00000.parquet"), match_files.schema(spec))
 
 
 class LocalGenericJoin(Implementation):
@@ -269,6 +281,7 @@ class LocalGenericJoin(Implementation):
     runs_in_driver = True
     kernels = frozenset({"local-gj"})
     description = "native single-threaded Generic Join (numba) on the driver: the COST baseline"
+    writes_matches = True  # from the driver's process, where it runs (pyarrow, slice by slice)
 
     def prepare(self) -> None:
         self.plan = ExtensionPlan.from_spec(self.ctx.spec)
@@ -300,49 +313,75 @@ class LocalGenericJoin(Implementation):
             self.values[i, : len(v)] = v
         self.n = n
 
-    def _run(self, limit: int) -> tuple[int, np.ndarray, np.ndarray]:
-        """The kernel over slices of first-position vertices, sized to take about CHUNK_S each, so a
-        timed-out run stops within a slice (ctx.cancelled) instead of running on for hours. A slice
-        is sized by estimated work, 1 + degree² per vertex, at the rate the last slice ran: work per
-        vertex climbs steeply towards the high-degree end of the ranking, a vertex count would not."""
-        m = len(self.ctx.spec.attribute_order)
-        out = np.zeros((max(limit, 0), m), dtype=np.int64)
-        work = np.zeros(2, dtype=np.int64)
-        p = self.plan
-        buf = scratch(self.offsets, m)
+    def _slices(self, rate: float = FIRST_RATE) -> Iterator[tuple[int, int]]:
+        """Slices [lo, hi) of first-position vertices, sized to take about CHUNK_S each (the caller runs
+        the kernel on one before asking for the next), so a timed-out run stops within a slice
+        (ctx.cancelled) instead of running on for hours. A slice is sized by estimated work, 1 + degree²
+        per vertex, at the rate the last slice ran: work per vertex climbs steeply towards the
+        high-degree end of the ranking, a vertex count would not. `rate`: the estimated work per second
+        the first slice (a short probe) assumes."""
         degree = self.degree.astype(np.float64)
         estimate = np.concatenate([[0.0], np.cumsum(1.0 + degree * degree)])
-        count, lo, rate = 0, 0, 1e6  # estimated work per second; the first slice is a short probe
+        lo = 0
         while lo < self.n:
             if self.ctx.cancelled.is_set():
                 raise RunCancelled(f"local-gj stopped at vertex {lo:,} of {self.n:,}")
             target = estimate[lo] + max(1.0, rate * CHUNK_S)
             hi = min(self.n, max(lo + 1, int(np.searchsorted(estimate, target, side="right")) - 1))
             started = time.perf_counter()
-            count += generic_join(
-                self.n,
-                self.offsets,
-                self.values,
-                p.rel_count,
-                p.rel_pos,
-                p.rel_kind,
-                p.above,
-                p.below,
-                p.differ,
-                p.loop,
-                self.loops,
-                limit,
-                out,
-                work,
-                lo,
-                hi,
-                count,
-                buf,
-            )
+            yield lo, hi
             took = max(time.perf_counter() - started, 1e-4)
             rate = min(rate * 4, (estimate[hi] - estimate[lo]) / took)  # grow at most 4x per slice
             lo = hi
+
+    def _kernel(self, lo: int, hi: int, limit: int, out: np.ndarray, found_before: int, work: np.ndarray) -> int:
+        """generic_join on first positions [lo, hi): their count; matches written to out[found_before:limit]."""
+        p = self.plan
+        return generic_join(
+            self.n, self.offsets, self.values, p.rel_count, p.rel_pos, p.rel_kind, p.above, p.below, p.differ, p.loop,
+            self.loops, limit, out, work, lo, hi, found_before, self.buf,
+        )  # fmt: skip
+
+    def _run(self, limit: int) -> tuple[int, np.ndarray, np.ndarray]:
+        """The count, the first `limit` matches (in attribute order, ranks) and the work counters."""
+        out = np.zeros((max(limit, 0), self.plan.m), dtype=np.int64)
+        work = np.zeros(2, dtype=np.int64)
+        self.buf = scratch(self.offsets, self.plan.m)
+        count = 0
+        for lo, hi in self._slices():
+            count += self._kernel(lo, hi, limit, out, count, work)
         return int(count), out, work
+
+    def write_matches(self, path: str | None, limit: int | None) -> Listed:
+        """local-gj runs on the driver by design, so its matches are written from the driver's process:
+        each slice's matches, listed into a buffer (grown when a slice finds more than it holds, the
+        slice then run again), mapped to the graph's ids and appended to one Parquet file by pyarrow.
+        With a limit it stops after the slice that reaches it, and its first slice is small (slices grow
+        4x each), so an existence query stops soon after its first match; first_match_s is the end of
+        the first slice that found one."""
+        work, spare = np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64)
+        out = np.zeros((LIST_ROWS if path is not None else 0, self.plan.m), dtype=np.int64)
+        self.buf = scratch(self.offsets, self.plan.m)
+        writer = None if path is None else _parquet_writer(path, self.ctx.spec)
+        started, first_match_s, count = time.perf_counter(), None, 0
+        try:
+            for lo, hi in self._slices(FIRST_RATE if limit is None else FIRST_RATE_LIMITED):
+                found = self._kernel(lo, hi, len(out), out, 0, work)
+                if writer is not None and found > len(out):  # listed in part: again, into a buffer that holds them
+                    out = np.zeros((found, self.plan.m), dtype=np.int64)
+                    self._kernel(lo, hi, found, out, 0, spare)
+                take = found if limit is None else min(found, limit - count)
+                if writer is not None and take:
+                    writer.write_table(match_files.table(self.ctx.spec, self.ids, out[:take]))
+                count += take
+                if first_match_s is None and count:
+                    first_match_s = time.perf_counter() - started
+                if limit is not None and count >= limit:
+                    break
+        finally:
+            if writer is not None:
+                writer.close()
+        return Listed(count, {"candidates": int(work[0]), "probes": int(work[1])}, first_match_s=first_match_s)
 
     def count(self) -> Outcome:
         count, _, work = self._run(0)

@@ -46,7 +46,10 @@ def test_every_declaration_is_well_formed(name):
 def test_split_params_separates_the_harness_keys_from_the_implementation_keys():
     delta = implementations.get("delta-bigjoin")
     run, own = split_params(delta, {"updates": "holdback=0.1", "changes": 5, "batch": 100})
-    assert run == {"updates": "holdback=0.1", "recompute": None, "memory_per_worker": None, "census_method": None}
+    assert run == {"updates": "holdback=0.1", "recompute": None, "memory_per_worker": None, "census_method": None} | {
+        "output": None,
+        "limit": None,
+    }
     assert own == {"changes": 5, "batch": 100}
 
 
