@@ -18,7 +18,9 @@ MAX_COUNTEREXAMPLES = 20
 
 def published_count(published: dict, spec: JoinSpec) -> int | None:
     """The published count of this query on this graph: a built-in's (by name, same edges), or a census
-    shape's vertex-induced count (`induced_motifs`, GraphMiner's)."""
+    shape's vertex-induced count (`induced_motifs`, GraphMiner's). None for a labelled pattern."""
+    if spec.query.labels:
+        return None
     motif = motifs.motif_of(spec.query) if spec.semantics == "undirected" else None
     if motif is not None and motif.name in (published.get("induced_motifs") or {}):
         return published["induced_motifs"][motif.name]
@@ -74,12 +76,14 @@ def verify(
     timeout_s: float = 600.0,
     match_limit: int = 2000,
     answers: dict | None = None,
+    labels_glob: str | None = None,
 ) -> dict:
     """{oracle, checks, verified, disagrees, unverified_reason}. `answers` caches oracle answers by
     (edges file, pattern, oracle) across runs on the same graph (each check says if it was reused).
     `fetch_matches` None: the count is not of matches the implementation can list (a census shape
-    converted from another pattern's count), so only counts are compared."""
-    pattern = Pattern.of(spec.query, spec.semantics)
+    converted from another pattern's count), so only counts are compared. `labels_glob`: the graph's
+    vertex label table, for a labelled pattern."""
+    pattern = Pattern.of(spec.query, spec.semantics, labels_glob if spec.query.labels else None)
     checks = []
     pub = published_count(published, spec) if choice != "none" else None
     if pub is not None:
