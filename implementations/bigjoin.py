@@ -107,6 +107,7 @@ class BiGJoin(Implementation):
     dataflow_class: type[DataflowJob] = DataflowJob
     batches_class = Batches
     anti_edges = True  # an anti-relation is subtracted where a relation is intersected (`dataflow_kernels.Lookups`)
+    vertex_labels = True  # proposals are filtered by the plan's per-position label (`dataflow_kernels._keep_labelled`)
     params: tuple[Param, ...] = (
         Param(
             "memory_budget",
@@ -119,6 +120,12 @@ class BiGJoin(Implementation):
         Param("index_build", str, "auto", "where the index is built: driver, spark, or auto (driver up to 200M edges)"),
     )
     _sample: np.ndarray | None  # the matches a count kept; None once the graph has changed
+
+    def __init_subclass__(cls, **kwargs):
+        """A variant counts labelled patterns only if it says so: its own kernels may not filter them."""
+        super().__init_subclass__(**kwargs)
+        if "vertex_labels" not in cls.__dict__:
+            cls.vertex_labels = False
 
     @classmethod
     def wants_driver_edges(cls, edges: int, params: dict) -> bool:
@@ -139,6 +146,8 @@ class BiGJoin(Implementation):
             else:
                 ctx.arrangements[key] = distributed_index.build(ctx.spark, ctx.edges, undirected, ctx.workers)
         self.index = ctx.arrangements[key]
+        if ctx.spec.query.labels:  # each rank's label, for the kernels (the index is shared: the plan holds them)
+            self.plan.rank_labels(self.index.ids, *ctx.graph.label_arrays())
         if self.job_class is None:
             self.memory = self.choose_budget()
 
@@ -241,7 +250,7 @@ class BiGJoin(Implementation):
     def _run(self, match_limit: int) -> tuple[int, Counters, np.ndarray]:
         if self.plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
             index = self.index
-            ranks = index.loop_vertices if self.plan.loop[0] else np.arange(index.vertices)
+            ranks = self.plan.labelled(0, index.loop_vertices if self.plan.loop[0] else np.arange(index.vertices))
             return len(ranks), Counters(1), ranks[:match_limit].reshape(-1, 1)
         if self.job_class is not None:
             return self.extend_by_level(match_limit)
