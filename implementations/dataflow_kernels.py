@@ -404,7 +404,7 @@ def _subtract_changed(ix, kind, view, k, cands, src, n, out, dst):
 
 @njit(cache=True)
 def copy_then_narrow(ix, plan, look, loops, level, prefix, i, local, values, a, b, out, w, filtered, store, work):
-    """values[a:b], filtered (an inequality or self-loop test per value), written to out[w:], then
+    """values[a:b], filtered (an inequality, self-loop or label test per value), written to out[w:], then
     narrowed there by the `local` lookups: the paths kept out of the per-prefix loops' inline one."""
     end = w
     for t in range(a, b):
@@ -412,6 +412,7 @@ def copy_then_narrow(ix, plan, look, loops, level, prefix, i, local, values, a, 
         if not filtered or admissible(c, prefix, i, level, plan.differ, plan.loop[level], loops):
             out[end] = c
             end += 1
+    end = _keep_labelled(plan, level, out, w, end)
     return _narrow_written(ix, plan, look, level, prefix, i, local, out, w, end, store, work)
 
 
