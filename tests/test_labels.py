@@ -175,3 +175,26 @@ def test_each_labelled_implementation_on_a_hub_graph(spark, impl_name):
     ]:
         counts[query] = check(spark, impl_name, edges, load_query(query)[0], semantics, "hub", 2, labels)
     assert counts["a:0-b,b-c,c-a"] > 0  # the hub (vertex 0, label 0) closes triangles; check() compared every count
+
+
+def test_a_workload_names_a_label_file_relative_to_itself(tmp_path):
+    from harness import workload
+
+    (tmp_path / "w.yaml").write_text("queries: [a:1-b]\ndatasets: [rmat-small]\nimplementations: [binary]\nlabels: l.txt\n")
+    [req] = workload.load(str(tmp_path / "w.yaml")).requests()
+    assert req.labels == str(tmp_path / "l.txt")
+    (tmp_path / "bad.yaml").write_text("queries: [triangle]\ndatasets: [rmat-small]\nimplementations: [binary]\nlabels: [1]\n")
+    with pytest.raises(DataError, match=r"bad.yaml: key 'labels' must be the path of a label file"):
+        workload.load(str(tmp_path / "bad.yaml"))
+
+
+def test_a_registry_entry_names_its_label_file(tmp_path, monkeypatch):
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(f"datasets:\n  tiny:\n    generator: rmat:scale=4\n    labels: {tmp_path / 'tiny.labels'}\n")
+    source = datasets.load_registry(registry)["tiny"]
+    assert source.labels == str(tmp_path / "tiny.labels") and source.labelled
+    monkeypatch.setattr(datasets, "resolve", lambda name: source)
+    with pytest.raises(
+        DataError, match=rf"label file {tmp_path}/tiny.labels: not found \(dataset 'tiny', registry key 'labels'\)"
+    ):
+        labelled_source(RunRequest("triangle", "tiny", "binary"), _spec("triangle"))
