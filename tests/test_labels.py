@@ -198,3 +198,11 @@ def test_a_registry_entry_names_its_label_file(tmp_path, monkeypatch):
         DataError, match=rf"label file {tmp_path}/tiny.labels: not found \(dataset 'tiny', registry key 'labels'\)"
     ):
         labelled_source(RunRequest("triangle", "tiny", "binary"), _spec("triangle"))
+
+
+def test_compare_refuses_a_labelled_pattern():
+    """The peer systems would count the unlabelled pattern."""
+    from harness import compare
+
+    with pytest.raises(DataError, match=r"query 'a:1-b,b-c': compare does not take vertex labels"):
+        compare.plan("a:1-b,b-c", "rmat-small")
