@@ -98,6 +98,7 @@ def cmd_run(args) -> int:
         params=params,
         attribute_order=tuple(args.order.split(",")) if args.order else None,
         allow_unverified=args.allow_unverified,
+        labels=args.labels,
     )
     record = Runner(args.master, args.workers, kernels=frozenset()).run(req)  # warms what the run calls
     path = Path(args.json) if args.json else RESULTS_DIR / "runs" / f"run-{record['run_id']}.json"
@@ -119,24 +120,26 @@ def cmd_run(args) -> int:
     return 0 if passes(record) else 2
 
 
-def _checked_workload(name: str, tier: str | None, trials: int | None = None):
+def _checked_workload(name: str, tier: str | None, trials: int | None = None, labels: str | None = None):
     """The workload, with every query, implementation and dataset name checked before Spark starts:
     bad input fails fast and writes nothing."""
     import implementations
 
     from . import datasets
     from . import workload as workloads
-    from .runner import resolve_query, split_params
+    from .runner import labelled_source, resolve_query, split_params
 
     wl = workloads.load(name, tier)
     if trials is not None:
         wl.trials = trials
+    if labels is not None:
+        wl.labels = labels
     for name in [*wl.expected_timeouts, *wl.expected_mem]:
         implementations.get(name)  # a misspelt name would silently expect nothing
     for req in wl.requests():
         impl_cls = implementations.get(req.impl)
         run_params, _ = split_params(impl_cls, req.params)
-        resolve_query(req, impl_cls, run_params)
+        labelled_source(req, resolve_query(req, impl_cls, run_params)[0])  # a label file missing or needed
     for dataset in wl.datasets:
         datasets.resolve(dataset)
     return wl
@@ -257,7 +260,7 @@ def _print_contests(records: list[dict], wide: bool) -> None:
 
 
 def cmd_bench(args) -> int:
-    wl = _checked_workload(args.workload, args.tier, args.trials)
+    wl = _checked_workload(args.workload, args.tier, args.trials, args.labels)
     wl.allow_unverified = wl.allow_unverified or args.allow_unverified
     if args.from_path:
         _swap_in_real_graphs(wl, Path(args.from_path))
@@ -485,6 +488,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--timeout", type=float, default=None, help="seconds for index + query before TIM")
     run.add_argument("--order", default=None, help="attribute order, e.g. a1,a2,a3")
+    run.add_argument(
+        "--labels",
+        default=None,
+        help="vertex label file for the dataset (`vertex label` lines, or Parquet columns vertex, label)",
+    )
     _add_param_flags(run)
     run.add_argument("--json", default=None, help="result file (default: results/runs/run-<id>.json)")
     run.add_argument("--wide", action="store_true", help="also every column of the run and its detail tables")
@@ -511,6 +519,11 @@ def build_parser() -> argparse.ArgumentParser:
         dest="from_path",
         default=None,
         help="the real graph's file (e.g. soc-LiveJournal1.txt.gz): run on it instead of its twin",
+    )
+    bench.add_argument(
+        "--labels",
+        default=None,
+        help="vertex label file for the workload's datasets (over its key 'labels') (`vertex label` lines, or Parquet columns vertex, label)",
     )
     _add_verbose_flag(bench)
     bench.set_defaults(fn=cmd_bench)

@@ -102,6 +102,8 @@ def plan(
     if motifs.parse(query) is not None:
         raise DataError(f"query '{query}': a motif census runs with `run` or `bench`; compare takes one pattern")
     q, options = load_query(query)
+    if q.labels:  # the peers see the pattern's edges only
+        raise DataError(f"query '{query}': compare does not take vertex labels (the peer systems count unlabelled patterns)")
     spec = make_join_spec(q, semantics, None, **options)
     return Comparison(
         query,

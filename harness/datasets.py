@@ -16,7 +16,7 @@ import yaml
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import edgelist, generators, store
+from . import edgelist, generators, labels, store
 from .errors import DataError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,6 +58,14 @@ class Source:
     member: str | None = None
     notes: str = ""
     twin_of: str | None = None  # a synthetic stand-in for this real graph (`bench --from` swaps it in)
+    labels: str | None = None  # a vertex label file (harness/labels.py): registry key `labels`, or --labels
+
+    @property
+    def labelled(self) -> bool:
+        """Whether the graph carries vertex labels: a label file, or a generator's `labels=K`."""
+        if self.labels is not None:
+            return True
+        return self.kind == "generator" and generators.label_count(generators.parse_spec(self.location)[1]) is not None
 
 
 # ---------------------------------------------------------------- registry
@@ -100,6 +108,7 @@ _ENTRY_KEYS = {
     "cite",
     "notes",
     "twin_of",
+    "labels",
 }
 _DOWNLOAD_KEYS = {"urls", "file", "sha256", "bytes", "member", "unpacked_file"}
 
@@ -155,6 +164,7 @@ def load_registry(path: Path = REGISTRY_FILE) -> dict[str, Source]:
             directed=entry.get("directed"),
             notes=entry.get("notes", ""),
             twin_of=entry.get("twin_of"),
+            labels=str(_shared_path(entry["labels"], REPO)) if entry.get("labels") else None,
         )
         if "generator" in entry:
             kind, params = generators.parse_spec(entry["generator"])
@@ -237,7 +247,13 @@ class Graph:
     cache_hit: bool
     df: DataFrame  # the canonical relation, cached in Spark
     relation: Path | None = None  # the relation's Parquet when it is not path/edges.parquet (a dynamic run's state)
+    # Vertex labels (harness/labels.py), when the graph carries them: their Parquet (vertex, label), where
+    # they came from, and the table cached in Spark. A vertex not in the table has no label.
+    labels_path: Path | None = None
+    labels_from: str | None = None
+    labels_df: DataFrame | None = None
     _edge_arrays: tuple | None = field(default=None, repr=False, compare=False)
+    _label_arrays: labels.LabelArrays | None = field(default=None, repr=False, compare=False)
 
     @property
     def edge_arrays_read(self) -> bool:
@@ -254,6 +270,18 @@ class Graph:
             self._edge_arrays = tuple(table.column(c).to_numpy().astype(np.int64, copy=False) for c in ("src", "dst"))
         return self._edge_arrays
 
+    def label_arrays(self) -> labels.LabelArrays:
+        """The vertex labels as arrays sorted by vertex, read on the driver once per Graph."""
+        if self.labels_path is None:
+            raise DataError(f"dataset '{self.name}' has no vertex labels")
+        if self._label_arrays is None:
+            self._label_arrays = labels.read_arrays(self.labels_path)
+        return self._label_arrays
+
+    def labels_glob(self) -> str | None:
+        """The label table's Parquet files, for the oracles; None without labels."""
+        return None if self.labels_path is None else str(self.labels_path / "*.parquet")
+
     def describe(self) -> dict:
         return {
             "name": self.name,
@@ -269,6 +297,7 @@ class Graph:
             "published": self.published,
             "parquet": str(self.path),
             "cache_hit": self.cache_hit,
+            **({"labels": self.labels_from} if self.labels_from is not None else {}),
         }
 
     def parquet_glob(self) -> str:
@@ -440,7 +469,44 @@ def _materialize(spark: SparkSession, key_material: str, semantics: str, build_r
 
 
 def load(spark: SparkSession, source: Source, semantics: str, partitions: int = 2) -> Graph:
-    """Canonicalise (or fetch from cache) and return a Graph whose DataFrame is cached in Spark."""
+    """Canonicalise (or fetch from cache) and return a Graph whose DataFrame is cached in Spark, with
+    its vertex labels when the source has them."""
+    graph = _load_edges(spark, source, semantics, partitions)
+    if source.labels is not None:
+        path = Path(source.labels)
+        if not path.exists():
+            raise DataError(f"label file {path}: not found")
+        material = edgelist.sha256_file(path) if path.is_file() else str(path.resolve())
+        scratch = cache_root() / "links"
+        _attach_labels(
+            spark, graph, lambda: labels.read_label_file(spark, path, scratch), f"file|{material}", str(path), partitions
+        )
+    elif source.kind == "generator":
+        params = generators.parse_spec(source.location)[1]
+        k = generators.label_count(params)
+        if k is not None:
+            seed = getattr(params, "seed", 1)
+            build = lambda: labels.hashed_labels(graph.df, k, seed)  # noqa: E731
+            origin = f"generator labels={k} (seed {seed})"
+            _attach_labels(spark, graph, build, f"generator|{source.location}|{semantics}", origin, partitions)
+    return graph
+
+
+LABELS_VERSION = "labels-v1"
+
+
+def _attach_labels(spark: SparkSession, graph: Graph, build, key: str, origin: str, partitions: int) -> None:
+    """Materialise the label table `build()` makes as Parquet in the store (once per `key`) and attach it."""
+    target = cache_root() / "labels" / hashlib.sha256(f"{key}|{LABELS_VERSION}".encode()).hexdigest()[:24]
+    if not (target / "labels.parquet").exists():
+        _write_atomic(target, lambda tmp: build().coalesce(1).write.parquet(str(tmp / "labels.parquet")))
+    graph.labels_path = target / "labels.parquet"
+    graph.labels_from = origin
+    graph.labels_df = spark.read.parquet(str(graph.labels_path)).repartition(partitions).persist()
+    graph.labels_df.count()
+
+
+def _load_edges(spark: SparkSession, source: Source, semantics: str, partitions: int) -> Graph:
     scratch = cache_root() / "links"
     if source.kind == "generator":
         kind, params = generators.parse_spec(source.location)
@@ -471,9 +537,15 @@ def load(spark: SparkSession, source: Source, semantics: str, partitions: int = 
 
 
 def from_edges(
-    spark: SparkSession, edges: list[tuple[int, int]], semantics: str, name: str = "inline", partitions: int = 2
+    spark: SparkSession,
+    edges: list[tuple[int, int]],
+    semantics: str,
+    name: str = "inline",
+    partitions: int = 2,
+    vertex_labels: list[tuple[int, int]] | None = None,
 ) -> Graph:
-    """A graph given as a Python list of (src, dst), through the same canonicalisation and cache."""
+    """A graph given as a Python list of (src, dst) (and, if given, (vertex, label) pairs), through the
+    same canonicalisation and cache."""
     text = "\n".join(f"{s} {d}" for s, d in edges)
     digest = hashlib.sha256(text.encode()).hexdigest()
     meta = {"name": name, "source": "inline", "sha256": digest, "sha256_of": "edge list text", "published": {}}
@@ -481,7 +553,12 @@ def from_edges(
     def build() -> DataFrame:
         return spark.createDataFrame(edges or [], "src bigint, dst bigint")
 
-    return _materialize(spark, digest, semantics, build, meta, partitions)
+    graph = _materialize(spark, digest, semantics, build, meta, partitions)
+    if vertex_labels is not None:
+        key = hashlib.sha256("\n".join(f"{v} {label}" for v, label in vertex_labels).encode()).hexdigest()
+        table = lambda: spark.createDataFrame(vertex_labels or [], "vertex bigint, label bigint")  # noqa: E731
+        _attach_labels(spark, graph, table, f"inline|{key}", "inline", partitions)
+    return graph
 
 
 def from_canonical_parquet(spark: SparkSession, path: Path, semantics: str, name: str, partitions: int = 2) -> Graph:

@@ -76,6 +76,7 @@ def spark_readable_path(path: Path, scratch: Path) -> str:
 
 
 ID_PATTERN = r"[+-]?[0-9]+"  # and in ID_RANGE, checked by a cast (try_cast: null when it does not fit)
+LABEL_PATTERN = r"[0-9]{1,18}"  # a vertex label (harness/labels.py): a non-negative integer
 
 
 def read_edges(spark: SparkSession, path: Path, fmt: str, scratch: Path) -> DataFrame:
@@ -157,10 +158,13 @@ def _raise_bad_line(lines: DataFrame, path: Path, pos: int, patterns: list[str])
 def _explain(line: str, patterns: list[str]) -> str:
     fields = [f for f in re.split(r"[ \t,]+", line.strip()) if f]
     if len(fields) != len(patterns):
-        what = "edge line" if patterns == [ID_PATTERN, ID_PATTERN] else "line"
+        what = "edge line" if patterns == [ID_PATTERN, ID_PATTERN] else "label line" if LABEL_PATTERN in patterns else "line"
         return f"malformed {what} (expected {len(patterns)} fields, got {len(fields)})"
     for f, pattern in zip(fields, patterns):
-        if pattern != ID_PATTERN:
+        if pattern == LABEL_PATTERN:
+            if not re.fullmatch(LABEL_PATTERN, f):
+                return f"non-integer label {f!r}" if not re.fullmatch(ID_PATTERN, f) else f"label {f} is not in 0..10^18-1"
+        elif pattern != ID_PATTERN:
             if not re.fullmatch(pattern, f):
                 return f"bad field {f!r} (expected {pattern})"
         elif not re.fullmatch(ID_PATTERN, f):

@@ -28,6 +28,16 @@ def uniform(seed: int, index: Column, draw: int) -> Column:
     return h.bitwiseAND(F.lit(_MASK53)).cast("double") / float(1 << 53)
 
 
+def _check_labels(kind: str, labels: int | None) -> None:
+    if labels is not None and labels < 1:
+        raise DataError(f"{kind}: 'labels' must be at least 1, got {labels}")
+
+
+def label_count(params: object) -> int | None:
+    """K of a generator's `labels=K` option, None when it draws no labels."""
+    return getattr(params, "labels", None)
+
+
 @dataclass(frozen=True)
 class RmatParams:
     scale: int
@@ -37,8 +47,10 @@ class RmatParams:
     c: float = 0.19
     seed: int = 1
     scramble: bool = True
+    labels: int | None = None  # K: vertex labels 0..K-1 (harness/labels.py)
 
     def validate(self) -> None:
+        _check_labels("rmat", self.labels)
         if not 1 <= self.scale <= 30:
             raise DataError(f"rmat: 'scale' must be in 1..30, got {self.scale}")
         if self.ef < 1:
@@ -145,8 +157,10 @@ class HubsParams:
     hubs: int = 4
     fraction: float = 0.5
     seed: int = 1
+    labels: int | None = None  # K: vertex labels 0..K-1 (harness/labels.py)
 
     def validate(self) -> None:
+        _check_labels("hubs", self.labels)
         if self.n < 2 or self.m < 0 or not 1 <= self.hubs <= self.n or not 0 < self.fraction <= 1:
             raise DataError(f"hubs: need n >= 2, m >= 0, 1 <= hubs <= n, 0 < fraction <= 1; got {self}")
 

@@ -9,7 +9,7 @@ import shutil
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -119,6 +119,7 @@ class RunRequest:
     timeout_expected: bool = False  # the workload declares a TIM of this run an expected result
     mem_expected: bool = False  # and a MEM (a memory cap too small for it: where it stops is the result)
     spark_floor: bool = False  # also time empty Spark jobs shaped like each phase's (time_breakdown.<phase>.spark_floor_s)
+    labels: str | None = None  # a vertex label file for the dataset (--labels, a workload's `labels`), over the registry's
 
 
 def resolve_query(req: RunRequest, impl_cls, run_params: dict) -> tuple[JoinSpec, census.CensusPlan | None, dict]:
@@ -156,6 +157,25 @@ def _query_name(query: str | dict | Query) -> str | None:
     if isinstance(query, dict):
         return query.get("name")
     return str(query)
+
+
+def labelled_source(req: RunRequest, spec: JoinSpec) -> datasets.Source:
+    """The request's dataset with its vertex labels (`req.labels` over the registry's); a missing label
+    file, or a labelled pattern on a graph without labels, is a DataError before Spark starts."""
+    source = datasets.resolve(req.dataset)
+    if req.labels is not None:
+        path = Path(req.labels)
+        if not path.exists():
+            raise DataError(f"label file {path}: not found")
+        source = replace(source, labels=str(path.resolve()))
+    elif source.labels is not None and not Path(source.labels).exists():
+        raise DataError(f"label file {source.labels}: not found (dataset '{source.name}', registry key 'labels')")
+    if spec.query.labels and not source.labelled:
+        raise DataError(
+            f"query '{spec.query.name}' requires vertex labels (YAML key 'labels', or a:1 in a pattern string): "
+            f"dataset '{source.name}' has none (give --labels PATH, or labels=K to a generator)"
+        )
+    return source
 
 
 def _new_record(req: RunRequest) -> dict:
@@ -245,7 +265,7 @@ class Runner:
         self.kernels = kernels
         self._spark = None
         self._counters: SparkCounters | None = None
-        self._graphs: dict[tuple[str, str, str], tuple[datasets.Graph, float]] = {}
+        self._graphs: dict[tuple[str, str, str | None, str], tuple[datasets.Graph, float]] = {}
         self._arrangements: dict[tuple[str, str, str], dict] = {}  # indices built per graph, shared by runs
         self._oracle_answers: dict = {}  # an oracle's answer on a graph serves every implementation run on it
         self.live: dict = {}  # the current run's phase and progress, for a live display (`live_status`)
@@ -297,7 +317,7 @@ class Runner:
 
     def graph(self, source: datasets.Source, semantics: str, workers: int) -> tuple[datasets.Graph, float, bool]:
         """(graph, load seconds, reused) — reused graphs report the load time of their first use."""
-        key = (source.kind, source.location, semantics)
+        key = (source.kind, source.location, source.labels, semantics)
         if key in self._graphs:
             graph, load_s = self._graphs[key]
             return graph, load_s, True
@@ -381,7 +401,7 @@ class Runner:
         listed = listing.check(run_params, impl_cls, census_plan is not None)
         self._use_cap(self._capped_workers(run_params["memory_per_worker"], impl_cls, req.workers))
         self._use_kernels(impl_cls.kernels | (recompute_cls.kernels if recompute_cls else frozenset()))
-        return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, datasets.resolve(req.dataset), census_plan, listed)
+        return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, labelled_source(req, spec), census_plan, listed)
 
     def _capped_workers(self, size: str | None, impl_cls, workers: int) -> CappedWorkers | None:
         """The capped workers a run asks for: W of its own in local mode, or those of the capped
@@ -582,6 +602,7 @@ class Runner:
                 req.oracle_timeout_s,
                 answers=self._oracle_answers,
                 limit=record["limit"],
+                labels_glob=graph.labels_glob(),
             )
 
         if loaded.stream is not None:  # verified batch by batch

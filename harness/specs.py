@@ -23,7 +23,7 @@ def parse(cls, source: str | dict, what: str, noun: str = "parameter"):
         try:
             if typ in ("bool", bool):
                 values[key] = raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
-            elif typ in ("int", int):
+            elif typ in ("int", int, "int | None"):
                 values[key] = int(raw)
             elif typ in ("str", str):
                 values[key] = "/".join(str(x) for x in raw) if isinstance(raw, list) else str(raw)
@@ -41,5 +41,5 @@ def parse(cls, source: str | dict, what: str, noun: str = "parameter"):
 
 def to_text(obj) -> str:
     """The canonical `k=v,...` form of a parameter dataclass (every field in declaration order, bar
-    empty text fields)."""
-    return ",".join(f"{f.name}={getattr(obj, f.name)}" for f in dataclasses.fields(obj) if getattr(obj, f.name) != "")
+    empty text fields and optional ones not given)."""
+    return ",".join(f"{f.name}={getattr(obj, f.name)}" for f in dataclasses.fields(obj) if getattr(obj, f.name) not in ("", None))

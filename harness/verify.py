@@ -18,7 +18,9 @@ MAX_COUNTEREXAMPLES = 20
 
 def published_count(published: dict, spec: JoinSpec) -> int | None:
     """The published count of this query on this graph: a built-in's (by name, same edges), or a census
-    shape's vertex-induced count (`induced_motifs`, GraphMiner's)."""
+    shape's vertex-induced count (`induced_motifs`, GraphMiner's). None for a labelled pattern."""
+    if spec.query.labels:
+        return None
     motif = motifs.motif_of(spec.query) if spec.semantics == "undirected" else None
     if motif is not None and motif.name in (published.get("induced_motifs") or {}):
         return published["induced_motifs"][motif.name]
@@ -76,14 +78,16 @@ def verify(
     match_limit: int = 2000,
     answers: dict | None = None,
     limit: int | None = None,
+    labels_glob: str | None = None,
 ) -> dict:
     """{oracle, checks, verified, disagrees, unverified_reason}. `answers` caches oracle answers by
     (edges file, pattern, oracle) across runs on the same graph (each check says if it was reused).
     `fetch_matches` None: the count is not of matches the implementation can list (a census shape
     converted from another pattern's count), so only counts are compared. `limit`: the run stopped after
     that many matches, so each check expects min(limit, its count) (its `expected`) and the matches found
-    must be some of the oracle's, each once."""
-    pattern = Pattern.of(spec.query, spec.semantics)
+    must be some of the oracle's, each once. `labels_glob`: the graph's vertex label table, for a
+    labelled pattern."""
+    pattern = Pattern.of(spec.query, spec.semantics, labels_glob if spec.query.labels else None)
 
     def expect(true_count: int) -> dict:
         expected = true_count if limit is None else min(limit, true_count)

@@ -36,6 +36,7 @@ _SCALAR_KEYS = {
     "expected_timeouts",
     "spark_floor",
     "expected_mem",
+    "labels",
 }
 _KEYS = _LIST_KEYS | _SCALAR_KEYS | {"tiers"}
 
@@ -66,6 +67,7 @@ class Workload:
     expected_timeouts: dict[str, float | None] = field(default_factory=dict)
     spark_floor: bool = False  # time empty Spark jobs shaped like each run's query (Spark's floor)
     expected_mem: list[str] = field(default_factory=list)  # implementations whose MEM is an expected result
+    labels: str | None = None  # a vertex label file for every dataset (key `labels`, or bench --labels)
 
     def requests(self) -> list[RunRequest]:
         """Every run, datasets outermost so each graph is loaded once; under a swept memory cap, the
@@ -104,6 +106,7 @@ class Workload:
                         timeout_expected=impl in self.expected_timeouts,
                         mem_expected=impl in self.expected_mem,
                         spark_floor=self.spark_floor,
+                        labels=self.labels,
                     )
                 )
         return out
@@ -247,7 +250,18 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         expected_timeouts=expected_timeouts,
         spark_floor=spark_floor,
         expected_mem=_as_list(data, "expected_mem", path, str, required=False),
+        labels=_label_file(data, path),
     )
+
+
+def _label_file(data: dict, path: Path) -> str | None:
+    """`labels`: a vertex label file for the datasets (relative to the workload file), over the registry's."""
+    value = data.get("labels")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DataError(f"{path}: key 'labels' must be the path of a label file, got {value!r}")
+    return str(path.parent / value)
 
 
 def _expected_timeouts(data: dict, path: Path) -> dict[str, float | None]:

@@ -111,6 +111,7 @@ class BiGJoin(Implementation):
     dataflow_class: type[DataflowJob] = DataflowJob
     batches_class = Batches
     anti_edges = True  # an anti-relation is subtracted where a relation is intersected (`dataflow_kernels.Lookups`)
+    vertex_labels = True  # proposals are filtered by the plan's per-position label (`dataflow_kernels._keep_labelled`)
     params: tuple[Param, ...] = (
         Param(
             "memory_budget",
@@ -125,6 +126,12 @@ class BiGJoin(Implementation):
     _sample: np.ndarray | None  # the matches a count kept; None once the graph has changed
     _listing: _Listing | None = None  # set while write_matches runs
     writes_matches = True  # the last level's matches, written by the tasks that find them (not bigjoin-s-paper, delta-bigjoin)
+
+    def __init_subclass__(cls, **kwargs):
+        """A variant counts labelled patterns only if it says so: its own kernels may not filter them."""
+        super().__init_subclass__(**kwargs)
+        if "vertex_labels" not in cls.__dict__:
+            cls.vertex_labels = False
 
     @classmethod
     def wants_driver_edges(cls, edges: int, params: dict) -> bool:
@@ -145,6 +152,8 @@ class BiGJoin(Implementation):
             else:
                 ctx.arrangements[key] = distributed_index.build(ctx.spark, ctx.edges, undirected, ctx.workers)
         self.index = ctx.arrangements[key]
+        if ctx.spec.query.labels:  # each rank's label, for the kernels (the index is shared: the plan holds them)
+            self.plan.rank_labels(self.index.ids, *ctx.graph.label_arrays())
         if self.job_class is None:
             self.memory = self.choose_budget()
 
@@ -277,7 +286,7 @@ class BiGJoin(Implementation):
     def _run(self, match_limit: int) -> tuple[int, Counters, np.ndarray]:
         if self.plan.m == 1:  # a single attribute: every vertex, or every vertex with a self-loop
             index = self.index
-            ranks = index.loop_vertices if self.plan.loop[0] else np.arange(index.vertices)
+            ranks = self.plan.labelled(0, index.loop_vertices if self.plan.loop[0] else np.arange(index.vertices))
             listing = self._listing
             if listing is not None:
                 self._first_match_s = time.perf_counter() - listing.started if len(ranks) else None

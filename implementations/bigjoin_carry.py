@@ -7,8 +7,8 @@ C ∩ N(a3), at a3's owner.
 Where it applies (`CarryPlan`): level L carries when every relation binding a_(L-1) also binds a_L,
 keyed by the same attribute in the same direction, a_(L-1)'s lower bounds hold at a_L, and a_(L-1)'s
 candidates are exactly its lists' intersection within its lower bounds (no upper bound, inequality or
-self-loop filter cut them): `local_gj.level_plan`'s carry, the rule local-gj uses, plus that last
-condition. Then the candidate set C of a finished (L-1)-prefix p is complete at one worker, and its
+self-loop filter nor vertex label cut them): `local_gj.level_plan`'s carry, the rule local-gj uses,
+plus that last condition. Then the candidate set C of a finished (L-1)-prefix p is complete at one worker, and its
 members c go, grouped by destination, as families (p, C, members) to the owners of their first
 extra relation's key (bigjoin-carry's only new exchange), where they queue as prefixes do. A level
 that does not carry runs BiGJoin's Count and Propose, so every query runs, and a query with no
@@ -57,7 +57,8 @@ class CarryPlan:
         counts = np.zeros(plan.m, dtype=np.int64)
         for level in range(2, plan.m):
             inherits = _anti_of(plan, level - 1) <= _anti_of(plan, level)
-            carried[level] = bool(carry[level]) and not bool(checked[level - 1]) and inherits
+            unlabelled = plan.label[level - 1] < 0  # a label filter cut the parent's set: it is not a_L's
+            carried[level] = bool(carry[level]) and not bool(checked[level - 1]) and inherits and unlabelled
         for level in map(int, np.flatnonzero(carried)):
             relations = [int(r) for r in extra[level, : extra_count[level]]]
             inherited = _anti_of(plan, level - 1)  # already subtracted from the parent's set
@@ -179,6 +180,7 @@ class BiGJoinCarry(BiGJoin):
     name = "bigjoin-carry"
     description = "BiGJoin whose prefixes carry their parent's candidate set where the next level reuses it (beyond the paper)"
     dataflow_class = CarryJob
+    vertex_labels = True  # a carried level filters its family's set by label; a labelled level's set is not carried
 
     def job_args(self) -> dict:
         return {"carry": CarryPlan.of(self.plan)}

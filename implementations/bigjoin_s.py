@@ -56,6 +56,7 @@ class BiGJoinS(BiGJoin):
     name = "bigjoin-s"
     description = "BiGJoin-S: skew-resilient BiGJoin (long lists in blocks over the workers, work sent to the blocks)"
     dataflow_class = BlockFlow
+    vertex_labels = True  # BiGJoin's kernels: a piece's proposals are filtered by label as a whole list's are
     params = (
         *BiGJoin.params,
         Param("block_size", int, None, "bigjoin-s: entries per block of a split list (default: sqrt(sum of d^2 / 8W))"),

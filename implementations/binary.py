@@ -39,6 +39,7 @@ class BinaryJoin(Implementation):
     description = "left-deep plan of Spark DataFrame shuffled hash joins (edge-at-a-time)"
     anti_edges = True  # each anti pair is a left_anti join once both its attributes are bound
     writes_matches = True  # the plan's rows, written by Spark's Parquet writer
+    vertex_labels = True  # a relation binding a labelled attribute is first semi-joined with the vertices of its label
 
     def _relation(self, x: str, y: str) -> DataFrame:
         """edge(x, y) with columns named by the attributes it binds."""
@@ -55,6 +56,17 @@ class BinaryJoin(Implementation):
             both = edges.union(edges.select(F.col("dst").alias("src"), F.col("src").alias("dst")))
             return both.select(F.col("src").alias(x), F.col("dst").alias(y))
         return edges.select(F.col("src").alias(x), F.col("dst").alias(y))
+
+    def _with_labels(self, rel: DataFrame, attributes: set[str]) -> DataFrame:
+        """`rel` keeping the rows whose newly bound `attributes` carry the labels the pattern requires:
+        a left_semi join with the label table's vertices of that label (an unlisted vertex has none)."""
+        required = self.ctx.spec.query.label_of
+        for a in sorted(attributes & required.keys()):
+            labels = self.ctx.graph.labels_df
+            assert labels is not None  # the harness refuses a labelled pattern on an unlabelled graph
+            having = labels.filter(F.col("label") == required[a]).select(F.col("vertex").alias(a))
+            rel = rel.join(having.hint("shuffle_hash"), on=a, how="left_semi")
+        return rel
 
     def _without_edge(self, result: DataFrame, x: str, y: str) -> DataFrame:
         """The rows of `result` whose values of x and y no edge joins (an anti pair of the spec): a
@@ -79,9 +91,11 @@ class BinaryJoin(Implementation):
         filters = [(F.col(x) < F.col(y), {x, y}) for x, y in spec.less_than]
         filters += [(F.col(x) != F.col(y), {x, y}) for x, y in spec.distinct]
         anti = list(spec.anti)
-        result, bound = None, set()
+        result, bound = None, set[str]()
         for x, y in atoms:
             rel = self._relation(x, y)
+            if spec.query.labels:  # the attributes this relation binds first, filtered before the join
+                rel = self._with_labels(rel, {x, y} - bound)
             if result is None:
                 result = rel
             else:

@@ -321,6 +321,7 @@ class WorkerStage:
             keys = keys[partition_of(keys, self.job.workers) == self.p]
         if self.plan.loop[0]:
             keys = keys[np.isin(keys, self.loops)]
+        keys = self.plan.labelled(0, keys)
         rows = np.empty((len(keys), 4), dtype=np.int32)
         rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3] = keys, full_mask(self.plan, 1), -1, INT32_MAX
         self.prefixes(0, rows)

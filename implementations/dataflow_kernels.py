@@ -404,7 +404,7 @@ def _subtract_changed(ix, kind, view, k, cands, src, n, out, dst):
 
 @njit(cache=True)
 def copy_then_narrow(ix, plan, look, loops, level, prefix, i, local, values, a, b, out, w, filtered, store, work):
-    """values[a:b], filtered (an inequality or self-loop test per value), written to out[w:], then
+    """values[a:b], filtered (an inequality, self-loop or label test per value), written to out[w:], then
     narrowed there by the `local` lookups: the paths kept out of the per-prefix loops' inline one."""
     end = w
     for t in range(a, b):
@@ -412,6 +412,7 @@ def copy_then_narrow(ix, plan, look, loops, level, prefix, i, local, values, a, 
         if not filtered or admissible(c, prefix, i, level, plan.differ, plan.loop[level], loops):
             out[end] = c
             end += 1
+    end = _keep_labelled(plan, level, out, w, end)
     return _narrow_written(ix, plan, look, level, prefix, i, local, out, w, end, store, work)
 
 
@@ -441,13 +442,31 @@ def _propose_general(ix, plan, look, loops, level, prefix, i, r, first, last, lo
         values, changed, sign, span = _changed_part(ix, kind, plan.rel_view[level, r], k, lo, hi)
         end, _t = _emit(values, changed, sign, span, first, last, 0, out, w,
                         prefix, i, level, plan.differ, plan.loop[level], loops, filtered)  # fmt: skip
+        end = _keep_labelled(plan, level, out, w, end)
         return _narrow_written(ix, plan, look, level, prefix, i, local, out, w, end, store, work)
     span = list_ranges(ix, plan.rel_view[level, r], kind, k, lo, hi)
     end, _t = _emit(ix.lists.reverse, changes.reverse, changes.reverse_sign, span.reverse, first, last, 0, out, w,
                     prefix, i, level, plan.differ, plan.loop[level], loops, filtered)  # fmt: skip
     end, _t = _emit(ix.lists.forward, changes.forward, changes.forward_sign, span.forward, first, last, span.reverse.size, out, end,
                     prefix, i, level, plan.differ, plan.loop[level], loops, filtered)  # fmt: skip
+    end = _keep_labelled(plan, level, out, w, end)
     return _narrow_written(ix, plan, look, level, prefix, i, local, out, w, end, store, work)
+
+
+@njit(cache=True, inline="always")
+def _keep_labelled(plan, level, out, start, end):
+    """out[start:end], just proposed, compacted to the values whose vertex carries the label the level
+    requires (a rank without a label has -1), before any relation is looked up. Returns the new end."""
+    wanted = plan.label[level]
+    if wanted < 0:
+        return end
+    w = start
+    for t in range(start, end):
+        c = out[t]
+        if plan.vertex_label[c] == wanted:
+            out[w] = c
+            w += 1
+    return w
 
 
 @njit(cache=True)
@@ -467,8 +486,9 @@ def _piece(blocks, p, workers, k, code, lo, hi):
 
 @njit(cache=True, inline="always")
 def level_filtered(plan, level):
-    """Whether a level's candidates need a per-value test: an inequality or a required self-loop."""
-    filtered = plan.loop[level]
+    """Whether a level's candidates need a per-value test: an inequality, a required self-loop or a
+    vertex label."""
+    filtered = plan.loop[level] or plan.label[level] >= 0
     for q in range(level):
         filtered = filtered or plan.differ[level, q]
     return filtered

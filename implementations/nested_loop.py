@@ -4,7 +4,8 @@ docs/adding-an-implementation.md.
 The edge set is read to the driver, and each attribute of the join spec's order is bound in turn to
 every vertex: a binding is kept only if every atom, order constraint, inequality and anti-edge (no
 edge between the pair) among the attributes bound so far holds, each checked by a set lookup. Per-record Python, exponential in the
-pattern's size: it refuses graphs of more than MAX_EDGES edges."""
+pattern's size: it refuses graphs of more than MAX_EDGES edges. An attribute with a vertex label loops
+over the vertices of that label only (`ctx.graph.label_arrays()`)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ class NestedLoop(Implementation):
     driver_edges = True  # the harness reads ctx.graph.edge_arrays() before prepare(), as driver_load_s
     max_edges = MAX_EDGES
     anti_edges = True  # an anti pair is one more check: the edge lookup negated
+    vertex_labels = True  # a labelled attribute loops over the vertices of its label only
 
     def prepare(self) -> None:
         graph = self.ctx.graph
@@ -48,6 +50,20 @@ class NestedLoop(Implementation):
         self.edges = set(zip(src.tolist(), dst.tolist()))
         self.vertices = sorted(set(src.tolist()) | set(dst.tolist()))
         self.checks = self._checks_by_position()
+        self.candidates = self._candidates_by_position()
+
+    def _candidates_by_position(self) -> list[list[int]]:
+        """The vertices each position loops over: all of them, or those with the label its attribute requires."""
+        spec = self.ctx.spec
+        required = spec.query.label_of
+        if not required:
+            return [self.vertices] * len(spec.attribute_order)
+        vertices, labels = self.ctx.graph.label_arrays()
+        label = dict(zip(vertices.tolist(), labels.tolist()))
+        return [
+            self.vertices if a not in required else [v for v in self.vertices if label.get(v) == required[a]]
+            for a in spec.attribute_order
+        ]
 
     def _checks_by_position(self) -> list[list[Check]]:
         """For each position of the attribute order, the checks whose later attribute sits there."""
@@ -79,7 +95,7 @@ class NestedLoop(Implementation):
         values = [0] * size
 
         def extend(level: int) -> Iterator[tuple[int, ...]]:
-            for vertex in self.vertices:
+            for vertex in self.candidates[level]:
                 if level == 0 and self.ctx.cancelled.is_set():  # the harness's deadline passed
                     raise RunCancelled(f"nested-loop stopped at vertex {vertex}")
                 values[level] = vertex

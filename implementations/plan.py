@@ -4,7 +4,7 @@ One plan serves `local-gj` and every BiGJoin variant."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -30,6 +30,8 @@ class KernelPlan(NamedTuple):
     anti_pos: np.ndarray
     anti_kind: np.ndarray
     anti_view: np.ndarray
+    label: np.ndarray
+    vertex_label: np.ndarray
 
 
 @dataclass
@@ -53,6 +55,10 @@ class ExtensionPlan:
     anti_pos: np.ndarray  # (m, A)
     anti_kind: np.ndarray  # (m, A)
     anti_view: np.ndarray  # (m, A) CURRENT, or OLD (a delta query's anti-atoms after its seed)
+    # Vertex labels: the label position j's value must carry (-1: none), and the label of each vertex
+    # rank (-1: none; empty for an unlabelled pattern), set by the implementation once its index ranks them.
+    label: np.ndarray  # (m,)
+    vertex_label: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @classmethod
     def from_spec(cls, spec: JoinSpec, seed_atom: int | None = None) -> ExtensionPlan:
@@ -79,6 +85,7 @@ class ExtensionPlan:
             anti_pos=np.zeros((m, max(1, len(spec.anti))), dtype=np.int64),
             anti_kind=np.zeros((m, max(1, len(spec.anti))), dtype=np.int64),
             anti_view=np.full((m, max(1, len(spec.anti))), CURRENT, dtype=np.int64),
+            label=np.array([spec.query.label_of.get(a, -1) for a in order], dtype=np.int64),
         )
         for atom, (x, y) in enumerate(spec.query.edges):
             if atom == seed_atom:
@@ -127,8 +134,22 @@ class ExtensionPlan:
         """The arrays as one argument of the dataflow kernels."""
         return KernelPlan(
             self.rel_count, self.rel_pos, self.rel_kind, self.rel_view, self.above, self.below, self.differ, self.loop,
-            self.anti_count, self.anti_pos, self.anti_kind, self.anti_view,
+            self.anti_count, self.anti_pos, self.anti_kind, self.anti_view, self.label, self.vertex_label,
         )  # fmt: skip
+
+    def rank_labels(self, ids: np.ndarray, vertices: np.ndarray, labels: np.ndarray) -> None:
+        """`vertex_label` from the index's rank -> vertex id map and the label table (vertices sorted)."""
+        if len(vertices) == 0:
+            self.vertex_label = np.full(len(ids), -1, dtype=np.int64)
+            return
+        at = np.minimum(np.searchsorted(vertices, ids), len(vertices) - 1)
+        self.vertex_label = np.where(vertices[at] == ids, labels[at], -1).astype(np.int64)
+
+    def labelled(self, level: int, ranks: np.ndarray) -> np.ndarray:
+        """The ranks that carry the label position `level` requires (all of them if it requires none)."""
+        if self.label[level] < 0:
+            return ranks
+        return ranks[self.vertex_label[ranks] == self.label[level]]
 
     def require_connected_order(self, spec: JoinSpec) -> None:
         """Dataflow joins extend prefixes through relations: every position after the first needs one."""

@@ -1,5 +1,7 @@
 """Hypothesis strategies shared by the test modules: random patterns and messy random graphs."""
 
+from dataclasses import replace
+
 from hypothesis import strategies as st
 
 from harness.query import Query
@@ -70,3 +72,23 @@ def messy_graphs(draw, max_vertices: int = 12, max_rows: int = 45, wide_ids: boo
         name = draw(vertex_ids(n))
         rows = [(name[s], name[d]) for s, d in rows]
     return rows
+
+
+LABELS = 3  # labels 0..LABELS-1 on random graphs and patterns: common enough to match, rare enough to filter
+
+
+@st.composite
+def labelled_patterns(draw, min_vertices: int = 2, max_vertices: int = 5, directed: bool = False, anti: bool = False) -> Query:
+    """A connected pattern (`connected_patterns`) whose vertices each require a label in 0..LABELS-1
+    with some probability (at least one does)."""
+    query = draw(connected_patterns(min_vertices, max_vertices, directed, anti))
+    chosen = draw(st.lists(st.sampled_from(query.attributes), unique=True, min_size=1))
+    labels = {a: draw(st.integers(0, LABELS - 1)) for a in chosen}
+    return replace(query, labels=tuple(sorted(labels.items(), key=lambda item: query.attributes.index(item[0]))))
+
+
+@st.composite
+def vertex_labels(draw, edges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(vertex, label) for the graph's vertices: most labelled in 0..LABELS-1, some left without a label."""
+    vertices = sorted({v for e in edges for v in e})
+    return [(v, label) for v in vertices if (label := draw(st.integers(-1, LABELS - 1))) >= 0]

@@ -21,7 +21,7 @@ from harness.oracles import Pattern, not_applicable, nx_search, sql
 from harness.query import BUILTINS, make_join_spec, parse_pattern_string
 from harness.verify import compare_matches
 from implementations import RunContext
-from tests.strategies import connected_patterns, messy_graphs
+from tests.strategies import connected_patterns, labelled_patterns, messy_graphs, vertex_labels
 
 LIMIT = 5000
 IMPLEMENTATIONS = sorted(implementations.REGISTRY)
@@ -69,21 +69,22 @@ _ARRANGEMENTS: dict = {}  # indices shared by all queries on one graph, as a wor
 _ORACLES: dict = {}  # (graph, semantics, query) -> both oracles' answers, computed once for all implementations
 
 
-def _graph(spark, edges, semantics: str, name: str):
-    key = (tuple(edges), semantics)
+def _graph(spark, edges, semantics: str, name: str, labels=None):
+    key = (tuple(edges), semantics, None if labels is None else tuple(labels))
     if key not in _GRAPHS:
-        _GRAPHS[key] = datasets.from_edges(spark, edges, semantics, name)
+        _GRAPHS[key] = datasets.from_edges(spark, edges, semantics, name, vertex_labels=labels)
         _ARRANGEMENTS[key] = {}
     return _GRAPHS[key], _ARRANGEMENTS[key]
 
 
-def check(spark, impl_name: str, edges, query, semantics: str, name: str = "graph", workers: int = 2) -> int:
-    graph, arrangements = _graph(spark, edges, semantics, name)
+def check(spark, impl_name: str, edges, query, semantics: str, name: str = "graph", workers: int = 2, labels=None) -> int:
+    """`labels`: (vertex, label) pairs the graph carries, for a labelled query."""
+    graph, arrangements = _graph(spark, edges, semantics, name, labels)
     spec = make_join_spec(query, semantics)
     impl = implementations.get(impl_name)(RunContext(spark, graph, spec, workers=workers, arrangements=arrangements))
     impl.prepare()
     got = impl.count().count
-    pattern = Pattern.of(query, semantics)  # all an oracle sees: no symmetry breaking, order or ranking
+    pattern = Pattern.of(query, semantics, graph.labels_glob())  # all an oracle sees: no symmetry breaking, order or ranking
     key = (tuple(edges), pattern)
     if key not in _ORACLES:
         _ORACLES[key] = tuple(
@@ -145,15 +146,19 @@ def test_fixed_graphs_all_queries(spark, impl_name, semantics, graph_name):
         assert set(counts.values()) == {0}
 
 
-def _random_case(spark, impl_name, data, anti: bool = False):
+def _random_case(spark, impl_name, data, anti: bool = False, labelled: bool = False):
     semantics = data.draw(st.sampled_from(["undirected", "directed"]), label="semantics")
     edges = data.draw(messy_graphs(MAX_VERTICES, MAX_ROWS, wide_ids=True), label="edges")
-    # In `make test`, implementations that honour anti-edges meet them in half their examples; the
-    # thorough run draws plain patterns here and 50 anti/induced ones in test_random_anti_and_induced_patterns.
-    anti = anti or (not THOROUGH and implementations.REGISTRY[impl_name].anti_edges and data.draw(st.booleans(), label="anti"))
-    query = data.draw(connected_patterns(2, 5, directed=semantics == "directed", anti=anti), label="pattern")
+    # In `make test`, implementations that honour anti-edges (vertex labels) meet them in half their examples;
+    # the thorough run draws plain patterns here and 50 anti/induced (labelled) ones in their own tests below.
+    cls = implementations.REGISTRY[impl_name]
+    anti = anti or (not THOROUGH and cls.anti_edges and data.draw(st.booleans(), label="anti"))
+    labelled = labelled or (not THOROUGH and cls.vertex_labels and data.draw(st.booleans(), label="labelled"))
+    patterns = labelled_patterns if labelled else connected_patterns
+    query = data.draw(patterns(2, 5, directed=semantics == "directed", anti=anti), label="pattern")
+    labels = data.draw(vertex_labels(edges), label="labels") if labelled else None
     workers = data.draw(st.integers(1, 3), label="workers")
-    check(spark, impl_name, edges, query, semantics, "hypothesis", workers)
+    check(spark, impl_name, edges, query, semantics, "hypothesis", workers, labels)
 
 
 @pytest.mark.property
@@ -176,4 +181,24 @@ def test_random_anti_and_induced_patterns(spark, impl_name):
     run = settings(
         max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
     )(given(data=st.data())(lambda data: _random_case(spark, impl_name, data, anti=True)))
+    run()
+
+
+LABEL_IMPLEMENTATIONS = [name for name in IMPLEMENTATIONS if implementations.REGISTRY[name].vertex_labels]
+
+
+@pytest.mark.thorough  # `make test` meets vertex labels in half of test_random_graphs_and_patterns
+@pytest.mark.parametrize("impl_name", LABEL_IMPLEMENTATIONS)
+def test_random_labelled_patterns(spark, impl_name):
+    """Every example's pattern requires vertex labels on a labelled graph (with anti-edges too where the
+    implementation honours them, in half): at least 50 per implementation."""
+    anti_too = implementations.REGISTRY[impl_name].anti_edges
+
+    def case(data):
+        anti = anti_too and data.draw(st.booleans(), label="anti")
+        _random_case(spark, impl_name, data, anti=anti, labelled=True)
+
+    run = settings(
+        max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    )(given(data=st.data())(case))
     run()

@@ -30,7 +30,7 @@ from implementations.dataflow_kernels import _subtract_by
 from implementations.extension_kernels import Changes, IndexPartition, Lists
 from implementations.local_gj import LocalGenericJoin
 from implementations.plan import ExtensionPlan
-from tests.strategies import connected_patterns, messy_graphs
+from tests.strategies import connected_patterns, labelled_patterns, messy_graphs, vertex_labels
 
 THOROUGH = os.environ.get("HARNESS_HYPOTHESIS") == "thorough"
 VARIANTS = ("bigjoin", "bigjoin-carry", "bigjoin-s")
@@ -127,6 +127,55 @@ def test_counts_equal_a_reference_for_any_workers_and_budget(name, anti):
         assert count == expect(src, dst, spec), (spec.query.describe(), semantics, workers, budget, block_size)
         assert len(sample) == min(count, 50)
         assert counters.totals["kernels_compiled"] == 0  # the module's warm-up covered every type
+
+    check()
+
+
+@st.composite
+def labelled_cases(draw):
+    semantics = draw(st.sampled_from(["undirected", "directed"]))
+    rows = draw(messy_graphs(16 if THOROUGH else 12, 80 if THOROUGH else 50, wide_ids=True))
+    query = draw(labelled_patterns(2, 5, directed=semantics == "directed", anti=draw(st.booleans())))
+    spec = make_join_spec(query, semantics)
+    labels = draw(vertex_labels(rows))
+    return (
+        semantics,
+        rows,
+        spec,
+        labels,
+        draw(st.integers(1, 4)),
+        draw(budgets(len(spec.attribute_order))),
+        draw(st.sampled_from([1, 2, 1000])),
+    )
+
+
+@pytest.mark.parametrize("name", [v for v in VARIANTS if implementations.REGISTRY[v].vertex_labels])
+def test_labelled_counts_equal_networkx_for_any_workers_and_budget(name):
+    """Labelled patterns (anti-edges in half) with each rank's label in the plan, as prepare() sets it:
+    every path of the kernels, lists in blocks of a few entries included, against networkx."""
+
+    @settings(max_examples=60 if THOROUGH else 12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(case=labelled_cases())
+    def check(case):
+        semantics, rows, spec, labels, workers, budget, block_size = case
+        src, dst = canonical(rows, semantics)
+        if not len(src):
+            return
+        vertices = np.array(sorted(v for v, _ in labels), np.int64)
+        label_of = dict(labels)
+        index = distributed_index.build_on_driver(src, dst, semantics == "undirected", workers)
+        run_on = block_index.build_locally(index, exchange.local_tokens(workers), block_size) if name == "bigjoin-s" else index
+        try:
+            impl = implementations.get(name).in_process(spec, workers, run_on, budget)  # type: ignore[attr-defined]
+            impl.plan.rank_labels(index.ids, vertices, np.array([label_of[v] for v in vertices], np.int64))
+            count, counters, _sample = impl.extend(50)
+        finally:
+            index.close()
+            shutil.rmtree(run_on.root, ignore_errors=True)
+        edges = list(zip(src.tolist(), dst.tolist()))
+        expected = count_edges(edges, Pattern.of(spec.query, spec.semantics), 0, label_of)[0]
+        assert count == expected, (spec.query.describe(), semantics, workers, budget, block_size, labels)
+        assert counters.totals["kernels_compiled"] == 0  # the labelled plan has the warmed-up types
 
     check()
 

@@ -44,6 +44,8 @@ FASTEST_FIRST = ("native", "graphblas", "duckdb")  # measured: see docs/oracles.
 
 def not_applicable(name: str, pattern: Pattern) -> str | None:
     """None if oracle `name` counts this pattern, else the reason it does not."""
+    if pattern.labels and name in ("native", "graphblas"):
+        return "does not count patterns with vertex labels"
     if name == "native":
         if motifs.applicable(pattern) is None:
             return None

@@ -7,7 +7,12 @@
 
 Anti-edges: an induced pattern's matches are networkx's subgraph isomorphisms (induced) instead of its
 monomorphisms; the explicit anti-edges filter them, and |Aut| counts only the automorphisms that keep
-the forbidden pairs. Directed: the search rejects a value that would join a forbidden pair."""
+the forbidden pairs. Directed: the search rejects a value that would join a forbidden pair.
+
+Vertex labels: each graph node carries its label (read from the label table, `Pattern.labels_glob`)
+and the matcher's `node_match` takes a node for a labelled attribute only if the labels are equal;
+|Aut| counts only the automorphisms that keep the labels. Directed: the search skips a value whose
+label differs from its attribute's."""
 
 from __future__ import annotations
 
@@ -24,16 +29,31 @@ def _read_edges(parquet_glob: str) -> list[tuple[int, int]]:
     return relation.fetchall()
 
 
+def read_labels(labels_glob: str | None) -> dict[int, int]:
+    """vertex -> label from the label table; empty without one."""
+    if labels_glob is None:
+        return {}
+    import duckdb
+
+    relation = duckdb.sql(f"SELECT vertex, label FROM read_parquet('{labels_glob}')")
+    assert relation is not None  # a SELECT has a result
+    return dict(relation.fetchall())
+
+
 def oracle(parquet_glob: str, pattern: Pattern, match_limit: int) -> dict:
     start = time.perf_counter()
     edges = _read_edges(parquet_glob)
+    vertex_label = read_labels(pattern.labels_glob) if pattern.labels else {}
     loaded = time.perf_counter()
-    count, matches = count_edges(edges, pattern, match_limit)
+    count, matches = count_edges(edges, pattern, match_limit, vertex_label)
     return {"count": count, "matches": matches, "load_s": loaded - start, "count_s": time.perf_counter() - loaded}
 
 
-def count_edges(edges: list[tuple[int, int]], pattern: Pattern, match_limit: int) -> tuple[int, list | None]:
-    """(count, up to match_limit + 1 matches in attribute order, or None above match_limit)."""
+def count_edges(
+    edges: list[tuple[int, int]], pattern: Pattern, match_limit: int, vertex_label: dict[int, int] | None = None
+) -> tuple[int, list | None]:
+    """(count, up to match_limit + 1 matches in attribute order, or None above match_limit);
+    `vertex_label` maps each labelled vertex to its label (a labelled pattern needs it)."""
     import networkx as nx
     from networkx.algorithms.isomorphism import GraphMatcher
 
@@ -42,8 +62,8 @@ def count_edges(edges: list[tuple[int, int]], pattern: Pattern, match_limit: int
         shape: nx.Graph[str] = nx.Graph()
         shape.add_nodes_from(pattern.attributes)
         shape.add_edges_from(pattern.edges)
-        automorphisms = sum(pattern.keeps_forbidden(g) for g in GraphMatcher(shape, shape).isomorphisms_iter())
-        matcher = GraphMatcher(graph, shape)
+        automorphisms = sum(pattern.keeps_constraints(g) for g in GraphMatcher(shape, shape).isomorphisms_iter())
+        matcher = _labelled_matcher(graph, shape, pattern, vertex_label or {}) if pattern.labels else GraphMatcher(graph, shape)
         found = matcher.subgraph_isomorphisms_iter() if pattern.induced else matcher.subgraph_monomorphisms_iter()
         anti = [tuple(p) for p in pattern.anti_edges]
         instances: dict = {}  # subgraph (edge set) -> one match of it
@@ -62,10 +82,24 @@ def count_edges(edges: list[tuple[int, int]], pattern: Pattern, match_limit: int
             raise RuntimeError(f"{monomorphisms} monomorphisms is not a multiple of |Aut| = {automorphisms}")
         count = monomorphisms // automorphisms
         return count, (list(instances.values()) if count <= match_limit else None)
-    return _homomorphisms(nx.DiGraph(edges), pattern, match_limit)
+    return _homomorphisms(nx.DiGraph(edges), pattern, match_limit, vertex_label or {})
 
 
-def _homomorphisms(graph, pattern: Pattern, match_limit: int) -> tuple[int, list | None]:
+def _labelled_matcher(graph, shape, pattern: Pattern, vertex_label: dict[int, int]):
+    """A GraphMatcher whose node_match maps a labelled attribute only to a node with its label."""
+    import networkx as nx
+    from networkx.algorithms.isomorphism import GraphMatcher
+
+    nx.set_node_attributes(graph, {v: {"label": vertex_label[v]} for v in graph.nodes if v in vertex_label})
+    nx.set_node_attributes(shape, {a: {"label": label} for a, label in pattern.labels})
+
+    def node_match(node: dict, attribute: dict) -> bool:
+        return "label" not in attribute or node.get("label") == attribute["label"]
+
+    return GraphMatcher(graph, shape, node_match=node_match)
+
+
+def _homomorphisms(graph, pattern: Pattern, match_limit: int, vertex_label: dict[int, int]) -> tuple[int, list | None]:
     attrs, atoms = pattern.attributes, pattern.edges
     order = [attrs[0]]
     while len(order) < len(attrs):  # breadth-first so every attribute has a bound neighbour
@@ -97,6 +131,8 @@ def _homomorphisms(graph, pattern: Pattern, match_limit: int) -> tuple[int, list
                 continue
             candidates = cand if candidates is None else candidates & cand
         for v in nodes if candidates is None else candidates:
+            if a in pattern.label_of and vertex_label.get(v) != pattern.label_of[a]:
+                continue
             value[a] = v
             if any(graph.has_edge(value[x], value[y]) for x, y in forbidden if a in (x, y) and x in value and y in value):
                 continue

@@ -36,19 +36,35 @@ class Pattern:
     # `induced`: every pair that is not an edge too. The oracle works out what that means itself.
     anti_edges: tuple[tuple[str, str], ...] = ()
     induced: bool = False
+    # Vertex labels: (attribute, label) pairs, a match's value for the attribute must carry that label;
+    # `labels_glob`, the graph's label table (Parquet, columns vertex and label). A vertex the table
+    # does not list has no label and matches no labelled attribute.
+    labels: tuple[tuple[str, int], ...] = ()
+    labels_glob: str | None = None
 
     def __post_init__(self):
         if not self.attributes:
             object.__setattr__(self, "attributes", tuple(dict.fromkeys(a for e in self.edges + self.anti_edges for a in e)))
 
     @classmethod
-    def of(cls, query, semantics: str) -> Pattern:
-        """From anything with `edges` and `attributes` (a harness Query): those two, its `anti_edges`
-        and `induced` are read."""
+    def of(cls, query, semantics: str, labels_glob: str | None = None) -> Pattern:
+        """From anything with `edges` and `attributes` (a harness Query): those two, its `anti_edges`,
+        `induced` and `labels` are read; `labels_glob` is where the graph's vertex labels are."""
         anti = tuple(tuple(e) for e in getattr(query, "anti_edges", ()))
         return cls(
-            tuple(tuple(e) for e in query.edges), semantics, tuple(query.attributes), anti, bool(getattr(query, "induced", False))
+            tuple(tuple(e) for e in query.edges),
+            semantics,
+            tuple(query.attributes),
+            anti,
+            bool(getattr(query, "induced", False)),
+            tuple((a, int(label)) for a, label in getattr(query, "labels", ())),
+            labels_glob,
         )
+
+    @cached_property
+    def label_of(self) -> dict[str, int]:
+        """The label each labelled attribute requires."""
+        return dict(self.labels)
 
     @property
     def has_anti(self) -> bool:
@@ -89,18 +105,20 @@ class Pattern:
             graph: nx.Graph[str] = nx.Graph()
             graph.add_nodes_from(attrs)
             graph.add_edges_from(tuple(p) for p in self.pairs)
-            return sum(self.keeps_forbidden(g) for g in GraphMatcher(graph, graph).isomorphisms_iter())
+            return sum(self.keeps_constraints(g) for g in GraphMatcher(graph, graph).isomorphisms_iter())
         pairs = [tuple(p) for p in self.pairs]
         found = 0
         for image in itertools.permutations(attrs):
             to = dict(zip(attrs, image))
-            found += all(frozenset((to[x], to[y])) in self.pairs for x, y in pairs) and self.keeps_forbidden(to)
+            found += all(frozenset((to[x], to[y])) in self.pairs for x, y in pairs) and self.keeps_constraints(to)
         return found
 
-    def keeps_forbidden(self, to: dict) -> bool:
+    def keeps_constraints(self, to: dict) -> bool:
         """An automorphism of the edges is one of the pattern only if it maps the undirected
-        forbidden pairs onto themselves."""
-        return all(frozenset(to[a] for a in p) in self.forbidden for p in self.forbidden)
+        forbidden pairs onto themselves and every attribute to one that requires the same label (or none)."""
+        return all(frozenset(to[a] for a in p) in self.forbidden for p in self.forbidden) and all(
+            self.label_of.get(a) == self.label_of.get(to[a]) for a in self.attributes
+        )
 
     @cached_property
     def clique_size(self) -> int | None:
@@ -186,7 +204,8 @@ class Pattern:
             return tuple(match)
         value = dict(zip(self.attributes, match))
         edges = tuple(sorted(tuple(sorted((value[x], value[y]))) for x, y in self.edges))
-        if not self.forbidden:
-            return edges
-        # Matches on the same edges are different instances when their forbidden pairs differ.
-        return edges + (tuple(sorted(tuple(sorted(value[a] for a in p)) for p in self.forbidden)),)
+        if self.forbidden:  # matches on the same edges are different instances when their forbidden pairs differ
+            edges += (tuple(sorted(tuple(sorted(value[a] for a in p)) for p in self.forbidden)),)
+        if self.labels:  # or when their labelled vertices do
+            edges += (tuple(sorted((value[a], label) for a, label in self.labels)),)
+        return edges

@@ -9,6 +9,9 @@
 - anti-edges and induced patterns (`Pattern.forbidden`): each forbidden pair is a `NOT EXISTS`
   (written as `NOT IN`, see `_absent`) over the same edge rows (undirected: the simple graph both ways; directed: the distinct rows x -> y),
   and |Aut| counts only the automorphisms that keep the forbidden pairs. A clique has none.
+- vertex labels: each labelled attribute joins the label table (vertex, label) on its value, with
+  the label it requires, right after the atom that first binds it; |Aut| counts only the
+  automorphisms that keep the labels (a clique with labels is counted as any other pattern).
 The join order is the oracle's own (`Pattern.join_order`); DuckDB's optimiser is told to keep it."""
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def sql(pattern: Pattern, source: str, select: str = "count") -> tuple[str, int]
     divided by the divisor is the pattern's count over the edge rows `source` (a table expression)."""
     position = {a: i for i, a in enumerate(pattern.join_order())}
     atoms = sorted(pattern.edges, key=lambda e: (max(position[e[0]], position[e[1]]), min(position[e[0]], position[e[1]])))
-    clique = pattern.clique_size is not None
+    clique = pattern.clique_size is not None and not pattern.labels
     refs: dict[str, list[str]] = defaultdict(list)
     froms, where = [], []
     for i, (x, y) in enumerate(atoms):
@@ -38,6 +41,10 @@ def sql(pattern: Pattern, source: str, select: str = "count") -> tuple[str, int]
         froms.append(f"{table} AS r{i}")
         refs[x].append(f"r{i}.src")
         refs[y].append(f"r{i}.dst")
+        for a, ref in ((x, f"r{i}.src"), (y, f"r{i}.dst")):
+            if a in pattern.label_of and len(refs[a]) == 1:  # the attribute's label, as soon as it is bound
+                froms.append(f"labels AS l_{a}")
+                where += [f"l_{a}.vertex = {ref}", f"l_{a}.label = {pattern.label_of[a]}"]
     for a in pattern.attributes:
         where += [f"{refs[a][0]} = {other}" for other in refs[a][1:]]
     col = {a: refs[a][0] for a in pattern.attributes}
@@ -107,6 +114,8 @@ def oracle(parquet_glob: str, pattern: Pattern, match_limit: int) -> dict:
     con = connect()
     start = time.perf_counter()
     con.execute(f"CREATE TABLE edges AS SELECT src, dst FROM read_parquet('{parquet_glob}')")
+    if pattern.labels:
+        con.execute(f"CREATE TABLE labels AS SELECT vertex, label FROM read_parquet('{pattern.labels_glob}')")
     loaded = time.perf_counter()
     count = count_on(con, pattern, "edges")
     counted = time.perf_counter()
