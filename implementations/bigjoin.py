@@ -112,6 +112,7 @@ class BiGJoin(Implementation):
     batches_class = Batches
     anti_edges = True  # an anti-relation is subtracted where a relation is intersected (`dataflow_kernels.Lookups`)
     vertex_labels = True  # proposals are filtered by the plan's per-position label (`dataflow_kernels._keep_labelled`)
+    anti_loops = False  # a directed `!a-a` (keyed by the candidate itself): the dataflow kernels have no test for it
     params: tuple[Param, ...] = (
         Param(
             "memory_budget",
@@ -162,7 +163,7 @@ class BiGJoin(Implementation):
         ctx = self.ctx
         self.plan = ExtensionPlan.from_spec(ctx.spec)
         self.plan.require_connected_order(ctx.spec)
-        require_anti_lookups(self.plan, ctx.spec)
+        require_anti_lookups(self.plan, ctx.spec, self.anti_loops)
         batch = self.param("batch")
         if batch is not None and batch < 1:
             raise DataError(f"--batch (B', proposals per worker per batch) must be at least 1, got {batch}")
@@ -409,11 +410,11 @@ class _Listing(NamedTuple):
     started: float
 
 
-def require_anti_lookups(plan: ExtensionPlan, spec: JoinSpec) -> None:
-    """An anti-relation is keyed by an earlier attribute and shares a candidate's mask bits with the
-    relations of its level (`dataflow_kernels.Lookups`)."""
+def require_anti_lookups(plan: ExtensionPlan, spec: JoinSpec, anti_loops: bool = False) -> None:
+    """An anti-relation is keyed by an earlier attribute (unless the class tests `anti_loops`, a directed
+    `!a-a`, itself) and shares a candidate's mask bits with the relations of its level (`dataflow_kernels.Lookups`)."""
     for x, y in spec.anti:
-        if x == y:
+        if x == y and not anti_loops:
             raise DataError(
                 f"query {spec.query.name}: anti-edge !{x}-{y} (no self-loop at {x}): not supported by {BiGJoin.name}'s dataflow"
             )

@@ -90,7 +90,8 @@ class AllWorkersFull(Batches):
 
 class Lookup(NamedTuple):
     """One round of remote lookups: an operator; for Intersect, which relation other than the
-    proposer's (0, 1, ...) it tests; whether its answers complete the candidates of the level."""
+    proposer's (0, 1, ...) it tests, for Anti which of `anti_lists` (0, 1, ...); whether its answers
+    complete the candidates of the level."""
 
     operator: Operator
     other: int = 0
@@ -115,9 +116,10 @@ def phases(plan: ExtensionPlan, level: int) -> list[Phase]:
     phases; a level that is not the last ends with Balance, whose ranges the next stage queues."""
     if level == 0:
         return [Phase(Role.SEED), Phase(Role.QUEUE)]
-    last, relations = level + 1 == plan.m, int(plan.rel_count[level])
-    lookups = [Lookup(Operator.PROPOSE, completes=relations == 1)]
-    lookups += [Lookup(Operator.INTERSECT, t, completes=t == relations - 2) for t in range(relations - 1)]
+    last, relations, antis = level + 1 == plan.m, int(plan.rel_count[level]), len(anti_lists(plan, level))
+    lookups = [Lookup(Operator.PROPOSE, completes=relations == 1 and not antis)]
+    lookups += [Lookup(Operator.INTERSECT, t, completes=t == relations - 2 and not antis) for t in range(relations - 1)]
+    lookups += [Lookup(Operator.ANTI, t, completes=t == antis - 1) for t in range(antis)]
     if not last:
         lookups.append(Lookup(Operator.COUNT))
     out: list[Phase] = []
@@ -126,6 +128,17 @@ def phases(plan: ExtensionPlan, level: int) -> list[Phase]:
         if k < len(lookups):
             out.append(Phase(Role.ANSWER))
     return out if last else [*out, Phase(Role.QUEUE)]
+
+
+def anti_lists(plan: ExtensionPlan, level: int) -> list[int]:
+    """The anti-relations of `level` tested by membership lookups (a directed `!a-a`, keyed by the
+    candidate itself, is a filter against the self-loops instead: `no_loop`)."""
+    return [a for a in range(int(plan.anti_count[level])) if plan.anti_pos[level, a] != level]
+
+
+def no_loop(plan: ExtensionPlan, level: int) -> bool:
+    """Whether a value at `level` must not have a self-loop (a directed `!a-a`)."""
+    return any(plan.anti_pos[level, a] == level for a in range(int(plan.anti_count[level])))
 
 
 class Answerer(NamedTuple):
@@ -142,7 +155,9 @@ ANSWERERS = {
     Operator.COUNT: Answerer(partition_of, Partition.counts),  # count index, by hash(key)
     Operator.PROPOSE: Answerer(resolver_owner, Partition.resolve),  # resolver, by hash(key, position)
     Operator.INTERSECT: Answerer(edge_owner, Partition.contains),  # membership, by hash(src, dst)
+    Operator.ANTI: Answerer(edge_owner, Partition.contains),  # the same lookup: its hits are dropped
 }
+MEMBERSHIP = (Operator.INTERSECT, Operator.ANTI)  # answered with the positions of the hits only
 
 
 def _no_rows() -> np.ndarray:
@@ -280,7 +295,7 @@ class _BalancedStage(StageBase):
             codes = np.cumsum(arrays[0])  # sent as deltas of the sorted keys
             self.add("received_lookups", len(codes))
             answer = ANSWERERS[op].answer(self.index, codes)
-            if op == Operator.INTERSECT:  # only the hits go back: a lookup not named is a "no"
+            if op in MEMBERSHIP:  # only the hits go back: a lookup not named is a "no"
                 answer = np.flatnonzero(answer).astype(np.int32)
             elif op == Operator.COUNT:
                 answer = answer.ravel()
@@ -336,16 +351,15 @@ class _BalancedStage(StageBase):
             reverse = (kind == REVERSE) | ((kind == BOTH) & (k < split))
             codes = resolver_code(key, reverse, np.where((kind == BOTH) & ~reverse, k - split, k))
             self.add("proposals", len(codes))
-        elif lookup.operator == Operator.INTERSECT:
-            t = lookup.other
+        elif lookup.operator in MEMBERSHIP:
             item = state.item
-            r = t + (t >= state.min_rel[item])
-            key = state.prefix[item, plan.rel_pos[j][r]]
-            kind = plan.rel_kind[j][r]
-            e = state.value
-            src = np.where(kind == FORWARD, key, np.where(kind == REVERSE, e, np.minimum(key, e)))
-            dst = np.where(kind == FORWARD, e, np.where(kind == REVERSE, key, np.maximum(key, e)))
-            codes = edge_code(src, dst)
+            if lookup.operator == Operator.INTERSECT:
+                r = lookup.other + (lookup.other >= state.min_rel[item])
+                key, kind = state.prefix[item, plan.rel_pos[j][r]], plan.rel_kind[j][r]
+            else:
+                a = anti_lists(plan, j)[lookup.other]
+                key, kind = state.prefix[item, plan.anti_pos[j, a]], plan.anti_kind[j, a]
+            codes = _edge_codes(key, state.value, kind)
             self.add("probes", len(codes))
         else:
             codes = state.new_prefix[:, plan.rel_pos[j + 1][: int(plan.rel_count[j + 1])]].astype(np.int64).ravel()
@@ -372,13 +386,16 @@ class _BalancedStage(StageBase):
         if lookup.operator == Operator.PROPOSE:
             state.value = answer.astype(np.int32)
             state.position = state.position[:0]  # resolved
-            state.keep(
-                filter_candidates(
-                    j, state.prefix, state.item, state.value, plan.above, plan.below, plan.differ, plan.loop[j], self.index.loops
-                )
+            keep = filter_candidates(
+                j, state.prefix, state.item, state.value, plan.above, plan.below, plan.differ, plan.loop[j], self.index.loops
             )
+            if no_loop(plan, j):
+                keep &= ~np.isin(state.value, self.index.loops)
+            state.keep(keep)
         elif lookup.operator == Operator.INTERSECT:
             state.keep(answer.astype(bool))
+        elif lookup.operator == Operator.ANTI:
+            state.keep(~answer.astype(bool))
         else:
             self._minimise(state, answer.reshape(-1, int(plan.rel_count[j + 1]), 2))
             return
@@ -402,6 +419,8 @@ class _BalancedStage(StageBase):
         keys = np.asarray(self.index.count_keys)
         if plan.loop[0]:
             keys = keys[np.isin(keys, self.index.loops)]
+        if no_loop(plan, 0):
+            keys = keys[~np.isin(keys, self.index.loops)]
         self.add("held_prefixes", len(keys))
         state = Requests(new_prefix=keys.reshape(-1, 1).astype(np.int32))
         relations = int(plan.rel_count[1])
@@ -473,7 +492,7 @@ def _gather_answers(data, dest: np.ndarray, workers: int, width: int) -> tuple[n
             continue
         mine = sent_to[owner][offset : offset + looked_up]
         values = arrays[0] if op == Operator.COUNT else np.cumsum(arrays[0], dtype=np.int64)
-        if op == Operator.INTERSECT:  # the positions of the hits
+        if op in MEMBERSHIP:  # the positions of the hits
             out[mine[values]] = 1
             tuples += len(values)
         else:
@@ -483,6 +502,15 @@ def _gather_answers(data, dest: np.ndarray, workers: int, width: int) -> tuple[n
     if answered != len(dest):
         raise ExecutionError(f"{answered} of {len(dest)} lookups answered")
     return (out if width > 1 else out[:, 0]), tuples
+
+
+def _edge_codes(key: np.ndarray, value: np.ndarray, kind) -> np.ndarray:
+    """The membership code of the edge between each key and candidate that a relation of `kind` (per
+    item, or one for all) reads: key -> value (FORWARD), value -> key (REVERSE), or the lower rank ->
+    the higher (BOTH)."""
+    src = np.where(kind == FORWARD, key, np.where(kind == REVERSE, value, np.minimum(key, value)))
+    dst = np.where(kind == FORWARD, value, np.where(kind == REVERSE, key, np.maximum(key, value)))
+    return edge_code(src, dst)
 
 
 def _list_sizes(degrees: np.ndarray, kinds: np.ndarray) -> np.ndarray:
@@ -496,10 +524,11 @@ class BiGJoinSPaper(BiGJoin):
     kernels = frozenset({"dataflow", "one-level"})
     description = "BiGJoin-S as published: lookups travel to balanced indices, prefixes stay, then Balance"
     job_class = BalancedJob
-    anti_edges = False
     writes_matches = False  # its one-level jobs (prefix_extension) sample matches for the driver; they write none
     batches_class = AllWorkersFull
     params = LEVEL_PARAMS
+    anti_edges = True  # an anti-pair is an Anti lookup beside Intersect: the edges it names drop the candidates
+    anti_loops = True  # a directed `!a-a` filters the resolved candidates against the self-loops (`no_loop`)
 
     def prepare(self) -> None:
         super().prepare()  # the key-partitioned index, shared with bigjoin; ours is derived from it

@@ -1,7 +1,8 @@
 """`local-gj`: the COST baseline (§5.2.1). A native single-threaded Generic Join on the driver:
 degree-ordered ids, sorted CSR adjacency, each level's candidates intersected from its lists
 (merge when sizes are comparable, galloping when one is much smaller, so a hub's list is never
-scanned), candidate sets carried down to the next level, the last level counted without listing it."""
+scanned), candidate sets carried down to the next level, the last level counted without listing it.
+An anti-relation (JoinSpec.anti) takes its list's values out of a level's candidates (csr.difference)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from harness.query import in_query_order
 from . import match_files
 from .base import Implementation, Listed, Outcome, RunCancelled
 from .constants import INT32_MAX
-from .csr import build_csr, dense_vertices, intersect, vertex_ranks
+from .csr import build_csr, contains, dense_vertices, difference, intersect, vertex_ranks
 from .csr import lower_bound as _lower_bound
 from .extension_kernels import admissible, value_bounds
 from .plan import ExtensionPlan
@@ -66,6 +67,173 @@ def level_plan(rel_count, rel_pos, rel_kind, above, below, differ, loop):
 
 
 @njit(cache=True, nogil=True)
+def anti_level_plan(carry, extra, extra_count, rel_count, anti_count, anti_pos, anti_kind):
+    """level_plan's carry, extras and checks narrowed by the anti-relations. Level j's candidates
+    leave out its anti-relations' lists, so level j carries them down only if every anti-relation of
+    j - 1 is also one of j's (else j intersects all its relations afresh); `anti_extra[j,
+    :anti_extra_count[j]]` are those j still applies. An anti-relation keyed by its own position (a
+    directed `!a-a`) is `no_loop[j]`: a per-value test that the candidate has no self-loop."""
+    m = rel_count.shape[0]
+    carry, extra, extra_count = carry.copy(), extra.copy(), extra_count.copy()
+    no_loop = np.zeros(m, np.bool_)
+    anti_extra = np.zeros(anti_pos.shape, np.int64)
+    anti_extra_count = np.zeros(m, np.int64)
+    for j in range(m):
+        for a in range(anti_count[j]):
+            no_loop[j] = no_loop[j] or anti_pos[j, a] == j
+        if carry[j] and not _anti_within(anti_count, anti_pos, anti_kind, j - 1, j):
+            carry[j] = False
+            extra_count[j] = rel_count[j]
+            for s in range(rel_count[j]):
+                extra[j, s] = s
+        for a in range(anti_count[j]):
+            inherited = carry[j] and _has_anti(anti_count, anti_pos, anti_kind, j - 1, anti_pos[j, a], anti_kind[j, a])
+            if anti_pos[j, a] != j and not inherited:
+                anti_extra[j, anti_extra_count[j]] = a
+                anti_extra_count[j] += 1
+    return carry, extra, extra_count, anti_extra, anti_extra_count, no_loop
+
+
+@njit(cache=True, nogil=True)
+def _has_anti(anti_count, anti_pos, anti_kind, j, pos, kind):
+    found = False
+    for a in range(anti_count[j]):
+        found = found or (anti_pos[j, a] == pos and anti_kind[j, a] == kind)
+    return found
+
+
+@njit(cache=True, nogil=True)
+def _anti_within(anti_count, anti_pos, anti_kind, i, j):
+    """Whether every list anti-relation of level i is one of level j's (a self-loop test is per value)."""
+    for a in range(anti_count[i]):
+        if anti_pos[i, a] != i and not _has_anti(anti_count, anti_pos, anti_kind, j, anti_pos[i, a], anti_kind[i, a]):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def hoist_plan(carry, extra, extra_count, anti_extra, anti_extra_count, rel_pos, anti_pos):
+    """Levels whose anti-relations are worked out once per value two levels up, not once per value of
+    the level just above. Level t (not carried) hoists when it has an anti-relation and a relation
+    both keyed by positions before t - 1: their difference (`early[t, :early_count[t]]` intersected,
+    less `early_anti[t, :early_anti_count[t]]`) does not change with the value at t - 1, so it is
+    made once per value at t - 2 (`_hoisted`), and level t starts from it; `extra` and `anti_extra`
+    keep the relations keyed by t - 1. (The induced 4-cycle a,b,c,d: N+(a) less N+(b) once per
+    (a, b), not once per (a, b, c).) A plain pattern hoists nothing."""
+    m = carry.shape[0]
+    extra, extra_count = extra.copy(), extra_count.copy()
+    anti_extra, anti_extra_count = anti_extra.copy(), anti_extra_count.copy()
+    hoist = np.zeros(m, np.bool_)
+    early = np.zeros(extra.shape, np.int64)
+    early_count = np.zeros(m, np.int64)
+    early_anti = np.zeros(anti_extra.shape, np.int64)
+    early_anti_count = np.zeros(m, np.int64)
+    for t in range(2, m):
+        rels, antis = 0, 0
+        for e in range(extra_count[t]):
+            rels += rel_pos[t, extra[t, e]] < t - 1
+        for e in range(anti_extra_count[t]):
+            antis += anti_pos[t, anti_extra[t, e]] < t - 1
+        if carry[t] or rels == 0 or antis == 0:
+            continue
+        hoist[t] = True
+        _split_early(t, extra, extra_count, rel_pos, early, early_count)
+        _split_early(t, anti_extra, anti_extra_count, anti_pos, early_anti, early_anti_count)
+    return hoist, early, early_count, early_anti, early_anti_count, extra, extra_count, anti_extra, anti_extra_count
+
+
+@njit(cache=True, nogil=True)
+def _split_early(t, listed, listed_count, pos, early, early_count):
+    """Move level t's listed relations keyed by positions before t - 1 to early[t], keeping the rest in order."""
+    late = 0
+    for e in range(listed_count[t]):
+        r = listed[t, e]
+        if pos[t, r] < t - 1:
+            early[t, early_count[t]] = r
+            early_count[t] += 1
+        else:
+            listed[t, late] = r
+            late += 1
+    listed_count[t] = late
+
+
+@njit(cache=True, nogil=True)
+def _hoisted(
+    t,
+    vals,
+    above,
+    flat,
+    row,
+    offsets,
+    rel_pos,
+    rel_kind,
+    anti_pos,
+    anti_kind,
+    early,
+    early_count,
+    early_anti,
+    early_anti_count,
+    cand,
+    at,
+    work,
+):
+    """Level t's hoisted candidates (hoist_plan) from the values bound before t - 1, written to cand[at:]:
+    its early relations' lists from the lower bound those values set, intersected smallest first, less
+    its early anti-relations' lists. Returns where they end."""
+    floor = 0
+    for q in range(t - 1):
+        if above[t, q]:
+            floor = max(floor, vals[q] + 1)
+    smallest, size = 0, -1
+    for e in range(early_count[t]):
+        lo, hi = _list_from(t, early[t, e], vals, flat, row, offsets, rel_pos, rel_kind, floor)
+        if size < 0 or hi - lo < size:
+            smallest, size = e, hi - lo
+    lo, hi = _list_from(t, early[t, smallest], vals, flat, row, offsets, rel_pos, rel_kind, floor)
+    from_buf = False
+    for e in range(early_count[t]):
+        if e != smallest and hi > lo:
+            b_lo, b_hi = _list_from(t, early[t, e], vals, flat, row, offsets, rel_pos, rel_kind, floor)
+            found = intersect(cand if from_buf else flat, lo, hi, flat, b_lo, b_hi, cand, at, True, work)
+            from_buf, lo, hi = True, at, at + found
+    for e in range(early_anti_count[t]):
+        if hi > lo:
+            first = cand[lo] if from_buf else flat[lo]
+            b_lo, b_hi = _list_from(t, early_anti[t, e], vals, flat, row, offsets, anti_pos, anti_kind, first)
+            found = difference(cand if from_buf else flat, lo, hi, flat, b_lo, b_hi, cand, at, work)
+            from_buf, lo, hi = True, at, at + found
+    return hi if from_buf else at
+
+
+@njit(cache=True, nogil=True)
+def _less_anti(nj, last, vals, flat, row, offsets, anti_pos, anti_kind, anti_extra, k_anti, cand, width, from_buf, lo, hi, work):
+    """Level nj's candidates (cand or flat [lo, hi)) less its k_anti anti-relations' lists, each from the
+    first candidate on, written to cand at nj * width; at a last level that is only counted, the last
+    list's part is not written but counted as the candidates less their intersection with it (the work
+    an edge there would cost). Returns (from_buf, lo, hi) as generic_join keeps them."""
+    for e in range(k_anti):
+        if hi <= lo:
+            break
+        b_lo, b_hi = _list_from(
+            nj, anti_extra[nj, e], vals, flat, row, offsets, anti_pos, anti_kind, cand[lo] if from_buf else flat[lo]
+        )
+        if last and e == k_anti - 1:
+            hi -= intersect(cand if from_buf else flat, lo, hi, flat, b_lo, b_hi, cand, 0, False, work)
+            break
+        found = difference(cand if from_buf else flat, lo, hi, flat, b_lo, b_hi, cand, nj * width, work)
+        from_buf, lo, hi = True, nj * width, nj * width + found
+    return from_buf, lo, hi
+
+
+@njit(cache=True, nogil=True)
+def _list_from(t, r, vals, flat, row, offsets, pos, kind_of, floor):
+    """[lo, hi) in flat of level t's relation (or anti-relation) r's list, from the first value >= floor."""
+    kind, key = kind_of[t, r], vals[pos[t, r]]
+    hi = kind * row + offsets[kind, key + 1]
+    return _lower_bound(flat, kind * row + offsets[kind, key], hi, floor), hi
+
+
+@njit(cache=True, nogil=True)
 def generic_join(
     n,
     offsets,
@@ -78,6 +246,9 @@ def generic_join(
     differ,
     loop,
     loops,
+    anti_count,
+    anti_pos,
+    anti_kind,
     limit,
     out,
     work,
@@ -91,16 +262,30 @@ def generic_join(
 
     Level j binds position j. rel_*[j, :rel_count[j]] are the relations (bound position, index) that
     bind it; above/below/differ[j, p] say the value must be >, < or != the one at position p; loop[j]
-    requires a self-loop (loops: the sorted vertices that have one). offsets/values are (K, n + 1) and (K, *)
-    arrays of K indices, both C-contiguous; buf is (m, longest list) scratch (`scratch`). A level's
-    candidates are the intersection of its lists from their lower bound on, smallest list first
-    (csr.intersect: merge or gallop by size), or the previous level's candidates narrowed by its new
-    lists; the last level is counted without being listed when no match is written. Adds candidates
+    requires a self-loop (loops: the sorted vertices that have one); anti_*[j, :anti_count[j]] are the
+    anti-relations whose lists a candidate at j must be absent from (plan.anti_*). offsets/values are
+    (K, n + 1) and (K, *) arrays of K indices, both C-contiguous; buf is (2m, longest list) scratch
+    (`scratch`). A level's candidates are the intersection of its lists from their lower bound on,
+    smallest list first (csr.intersect: merge or gallop by size), or the previous level's candidates
+    narrowed by its new lists, or its hoisted candidates (`hoist_plan`) narrowed by the rest, then
+    less its anti-relations' lists (csr.difference; a plain pattern has none); the last level is
+    counted without being listed when no match is written. Adds candidates
     examined to work[0] and list elements stepped over to work[1]. Bounds and filters are the
     BiGJoin kernels' (`value_bounds`, `admissible`), the intersection csr's, as BiGJoin's.
     It holds no Python objects and releases the GIL, so the harness's threads run beside it."""
     m = rel_count.shape[0]
     carry, extra, extra_count, checked = level_plan(rel_count, rel_pos, rel_kind, above, below, differ, loop)
+    # A plain pattern passes anti_count None: numba prunes every `anti_count is not None` branch when it
+    # compiles that signature, so plain patterns run the loop as it was before anti-relations.
+    if anti_count is not None:
+        carry, extra, extra_count, anti_extra, anti_extra_count, no_loop = anti_level_plan(
+            carry, extra, extra_count, rel_count, anti_count, anti_pos, anti_kind
+        )
+        checked = checked | no_loop
+        hoist, early, early_count, early_anti, early_anti_count, extra, extra_count, anti_extra, anti_extra_count = hoist_plan(
+            carry, extra, extra_count, anti_extra, anti_extra_count, rel_pos, anti_pos
+        )
+        hoisted_end = np.zeros(m, dtype=np.int64)  # level j's hoisted candidates: cand[(m + j) * width:hoisted_end[j]]
     # Flat views made once: a row view per intersection would cost reference counting per call.
     flat, row = values.reshape(values.size), values.shape[1]  # index kind's lists start at kind * row
     cand, width = buf.reshape(buf.size), buf.shape[1]  # level j's buffer starts at j * width
@@ -133,6 +318,8 @@ def generic_join(
         ok = True
         if checked[j]:
             ok = c <= ceiling[j] and admissible(c, prefix, 0, j, differ, loop[j], loops)
+            if anti_count is not None:
+                ok = ok and not (no_loop[j] and contains(loops, 0, len(loops), c))
         if not ok:
             pos[j] += 1
             continue
@@ -168,6 +355,9 @@ def generic_join(
             # Values up to c = vals[j] cannot follow it when nj must exceed it: skip them outright.
             lo = _lower_bound(cand if from_buf else flat, pos[j] + 1 if above[nj, j] else begin[j], end[j], floor)
             hi = end[j]
+        elif anti_count is not None and hoist[nj]:
+            from_buf, hi = True, hoisted_end[nj]
+            lo = _lower_bound(cand, (m + nj) * width, hi, floor)
         else:
             r = order[0]
             kind, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
@@ -176,92 +366,88 @@ def generic_join(
             lo = hi - sizes[0]
             first = 1
         last = nj == m - 1 and not listing and not checked[nj]
+        k_anti = 0
+        if anti_count is not None:
+            k_anti = anti_extra_count[nj]
         for e in range(first, k_extra):
             if hi <= lo:
                 break
             r = order[e]
             kind, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
             b_hi = kind * row + offsets[kind, key + 1]
-            store = not (last and e == k_extra - 1)
+            store = not (last and e == k_extra - 1 and k_anti == 0)
             found = intersect(cand if from_buf else flat, lo, hi, flat, b_hi - sizes[e], b_hi, cand, nj * width, store, work)
             from_buf, lo, hi = True, nj * width, nj * width + found
             if not store:
                 break
+        if anti_count is not None and k_anti:
+            from_buf, lo, hi = _less_anti(
+                nj, last, vals, flat, row, offsets, anti_pos, anti_kind, anti_extra, k_anti, cand, width, from_buf, lo, hi, work
+            )
         if last:
             count += max(0, hi - lo)
             work[0] += max(0, hi - lo)
             pos[j] += 1
             continue
         in_buf[nj], begin[nj], pos[nj], end[nj] = from_buf, lo, lo, hi
+        if anti_count is not None and nj + 1 < m and hoist[nj + 1] and hi > lo:
+            t = nj + 1
+            hoisted_end[t] = _hoisted(
+                t, vals, above, flat, row, offsets, rel_pos, rel_kind, anti_pos, anti_kind,
+                early, early_count, early_anti, early_anti_count, cand, (m + t) * width, work,
+            )  # fmt: skip
         j = nj
     return count
 
 
+def anti_arguments(anti_count: np.ndarray, anti_pos: np.ndarray, anti_kind: np.ndarray) -> tuple:
+    """generic_join's anti-relation arguments: the plan's arrays, or Nones for a plain pattern (whose
+    signature then compiles without the anti-relations' code)."""
+    return (anti_count, anti_pos, anti_kind) if anti_count.any() else (None, None, None)
+
+
 def scratch(offsets: np.ndarray, m: int) -> np.ndarray:
-    """generic_join's per-level candidate buffers: m rows as long as the longest list."""
+    """generic_join's per-level candidate buffers, and its hoisted candidates' (`hoist_plan`): 2m rows
+    as long as the longest list."""
     longest = int(np.diff(offsets, axis=1).max()) if offsets.shape[1] > 1 else 0
-    return np.empty((m, max(1, longest)), dtype=np.int64)
+    return np.empty((2 * m, max(1, longest)), dtype=np.int64)
 
 
 def warm_up() -> None:
     """Compile (or load from numba's cache) generic_join for the argument types every caller uses,
-    and run it once over a triangle with every filter, so no measured run pays for either: a fresh
-    process was measured taking seconds over its first real call even with the code cached."""
-    offsets = np.array([[0, 2, 3, 3]], dtype=np.int64)  # forward lists of the triangle 0-1-2
-    values = np.array([[1, 2, 2]], dtype=np.int64)
-    rel_count = np.array([0, 1, 2], dtype=np.int64)
-    rel_pos = np.array([[0, 0], [0, 0], [0, 1]], dtype=np.int64)
-    rel_kind = np.zeros((3, 2), dtype=np.int64)
+    and run it over a triangle with every filter, counting and listing, and with an anti-relation, so
+    no measured run pays for either: a fresh process was measured taking seconds over its first real
+    call even with the code cached."""
     above = np.tril(np.ones((3, 3), dtype=np.bool_), -1)
     none = np.zeros((3, 3), dtype=np.bool_)
-    out = np.zeros((1, 3), dtype=np.int64)
-    work = np.zeros(2, dtype=np.int64)
-    found = generic_join(
-        3,
-        offsets,
-        values,
-        rel_count,
-        rel_pos,
-        rel_kind,
-        above,
-        none,
-        ~above,
-        np.ones(3, np.bool_),
-        np.zeros(0, np.int64),
-        1,
-        out,
-        work,
-        0,
-        3,
-        0,
-        scratch(offsets, 3),
-    )
-    found += generic_join(
-        3,
-        offsets,
-        values,
-        rel_count,
-        rel_pos,
-        rel_kind,
-        above,
-        none,
-        none,
-        np.zeros(3, np.bool_),
-        np.zeros(0, np.int64),
-        0,
-        out,
-        work,
-        0,
-        3,
-        0,
-        scratch(offsets, 3),
-    )
-    if found != 1:
-        raise RuntimeError(f"generic_join self-check found {found} triangles in a triangle")
+    no_anti = anti_arguments(np.zeros(3, np.int64), np.zeros((3, 1), np.int64), np.zeros((3, 1), np.int64))
+    triangle = (np.array([0, 1, 2], np.int64), np.array([[0, 0], [0, 0], [0, 1]], np.int64))
+    found = _on_a_triangle(*triangle, above, ~above, np.ones(3, np.bool_), no_anti, 1)
+    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), no_anti, 0)
+    # The wedge b-a-c less the edge b-c: none in a triangle.
+    wedge = (np.array([0, 1, 1], np.int64), np.zeros((3, 2), np.int64))
+    anti = (np.array([0, 0, 1], np.int64), np.array([[0], [0], [1]], np.int64), np.zeros((3, 1), np.int64))
+    induced = _on_a_triangle(*wedge, above, none, np.zeros(3, np.bool_), anti, 0)
+    if found != 1 or induced != 0:
+        raise RuntimeError(f"generic_join self-check found {found} triangles and {induced} induced wedges in a triangle")
     # The index builders too: the native reference's timing excludes compiling its list builder.
     s, d = np.array([0, 0, 1], np.int64), np.array([1, 2, 2], np.int64)
     if build_csr(s, d, 3)[1].tolist() != [1, 2, 2] or vertex_ranks(np.arange(3), np.array([2, 1, 1])).tolist() != [2, 0, 1]:
         raise RuntimeError("local-gj's list builders failed their self-check on a triangle")
+
+
+def _on_a_triangle(rel_count, rel_pos, above, differ, loop, anti, limit) -> int:
+    """generic_join over the forward lists of the triangle 0-1-2 (warm_up's self-check)."""
+    offsets = np.array([[0, 2, 3, 3]], dtype=np.int64)
+    values = np.array([[1, 2, 2]], dtype=np.int64)
+    none = np.zeros((3, 3), dtype=np.bool_)
+    out, work = np.zeros((1, 3), dtype=np.int64), np.zeros(2, dtype=np.int64)
+    kinds = np.zeros((3, 2), dtype=np.int64)
+    anti_count, anti_pos, anti_kind = anti
+    return generic_join(
+        3, offsets, values, rel_count, rel_pos, kinds, above, none, differ, loop, np.zeros(0, np.int64),
+        anti_count, anti_pos, anti_kind, limit, out, work, 0, 3, 0, scratch(offsets, 3),
+    )  # fmt: skip
 
 
 CHUNK_S = 0.25  # seconds per kernel call: the longest a timed-out run keeps going
@@ -280,6 +466,7 @@ class LocalGenericJoin(Implementation):
     driver_edges = True
     runs_in_driver = True
     kernels = frozenset({"local-gj"})
+    anti_edges = True
     description = "native single-threaded Generic Join (numba) on the driver: the COST baseline"
     writes_matches = True  # from the driver's process, where it runs (pyarrow, slice by slice)
 
@@ -287,7 +474,7 @@ class LocalGenericJoin(Implementation):
         self.plan = ExtensionPlan.from_spec(self.ctx.spec)
         self.plan.require_connected_order(self.ctx.spec)  # every position after the first is proposed by a relation
         p = self.plan
-        used = {int(k) for j in range(p.m) for k in p.rel_kind[j, : p.rel_count[j]]}
+        used = {int(k) for j in range(p.m) for k in (*p.rel_kind[j, : p.rel_count[j]], *p.anti_kind[j, : p.anti_count[j]])}
         s, d, ids = dense_vertices(*self.ctx.graph.edge_arrays())
         n = len(ids)
         undirected = self.ctx.spec.semantics == "undirected"
@@ -337,9 +524,10 @@ class LocalGenericJoin(Implementation):
     def _kernel(self, lo: int, hi: int, limit: int, out: np.ndarray, found_before: int, work: np.ndarray) -> int:
         """generic_join on first positions [lo, hi): their count; matches written to out[found_before:limit]."""
         p = self.plan
+        anti_count, anti_pos, anti_kind = anti_arguments(p.anti_count, p.anti_pos, p.anti_kind)
         return generic_join(
             self.n, self.offsets, self.values, p.rel_count, p.rel_pos, p.rel_kind, p.above, p.below, p.differ, p.loop,
-            self.loops, limit, out, work, lo, hi, found_before, self.buf,
+            self.loops, anti_count, anti_pos, anti_kind, limit, out, work, lo, hi, found_before, self.buf,
         )  # fmt: skip
 
     def _run(self, limit: int) -> tuple[int, np.ndarray, np.ndarray]:

@@ -2,7 +2,8 @@
 operators (`Operator`), each a lookup keyed by a value the prefix has bound:
   Count      how many extensions a relation offers the prefix; keep the smallest relation;
   Propose    the extensions themselves, from that smallest relation;
-  Intersect  which of the candidates every other relation binding the attribute also offers.
+  Intersect  which of the candidates every other relation binding the attribute also offers;
+  Anti       which of them an anti-relation's list holds (JoinSpec.anti): those are dropped.
 The numba kernels (`extension_kernels`) answer all three against one worker's index partition. Who
 answers, and so what travels, is the variant's choice:
   bigjoin, delta-bigjoin  the worker that owns the key: prefixes travel to it (`Stage` below; both
@@ -57,6 +58,7 @@ class Operator(IntEnum):
     COUNT = 0
     PROPOSE = 1
     INTERSECT = 2
+    ANTI = 3
 
 
 FIELDS = (

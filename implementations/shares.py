@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +38,7 @@ _ARRANGEMENT = "shares:ranked-edges"
 class Shares(Implementation):
     name = "shares"
     kernels = frozenset({"local-gj", "dataflow"})  # its cells run local-gj on CSR lists
+    anti_edges = True
     description = "Shares/HyperCube: optimal integer shares, one shuffle, local Generic Join per cell"
 
     def prepare(self) -> None:
@@ -48,15 +50,9 @@ class Shares(Implementation):
         else:
             self.ctx.arrangements[_ARRANGEMENT] = self._rank_edges()
         self.edges, self.ids, edge_rows, loop_rows = self.ctx.arrangements[_ARRANGEMENT]
-        order = spec.attribute_order
-        size = {FORWARD: edge_rows, REVERSE: edge_rows, BOTH: 2 * edge_rows}
-        self.relations = [
-            hypercube.Relation(f"{order[early]}-{order[late]}", (order[early], order[late]), size[kind])
-            for early, late, kind in self.plan.atoms
-        ]
-        self.loop_positions = [j for j in range(self.plan.m) if self.plan.loop[j]]
-        self.relations += [hypercube.Relation(f"{order[j]}-{order[j]}", (order[j],), loop_rows) for j in self.loop_positions]
-        self.allocation = hypercube.allocate(order, self.relations, self.ctx.workers)
+        self.layout = CellLayout.of(self.plan)
+        self.relations = self.layout.relations(spec.attribute_order, edge_rows, loop_rows)
+        self.allocation = hypercube.allocate(spec.attribute_order, self.relations, self.ctx.workers)
         self._sample: tuple[int, list[tuple]] | None = None
         self._python_us = np.zeros(3, np.int64)
 
@@ -132,20 +128,20 @@ class Shares(Implementation):
         cells = self.allocation.cells
         tokens = exchange.routing_tokens(self.ctx.spark, cells)
         edges, parts = self.edges, []
-        for i, (early, late, kind) in enumerate(self.plan.atoms):
+        loops = edges.filter(F.col("src") == F.col("dst"))
+        for i, (early, late, kind) in enumerate(self.layout.shipped):
+            if kind == LOOP:
+                parts.append(self._shipped(loops, i, (early, "src"), (early, "src"), tokens))
             if kind in (FORWARD, BOTH):
                 parts.append(self._shipped(edges, i, (early, "src"), (late, "dst"), tokens))
             if kind in (REVERSE, BOTH):
                 parts.append(self._shipped(edges, i, (early, "dst"), (late, "src"), tokens))
-        loops = edges.filter(F.col("src") == F.col("dst"))
-        for i, j in enumerate(self.loop_positions, start=len(self.plan.atoms)):
-            parts.append(self._shipped(loops, i, (j, "src"), (j, "src"), tokens))
         shipped = parts[0]
         for part in parts[1:]:
             shipped = shipped.unionByName(part)
         rows = (
             shipped.repartition(cells, "token")
-            .mapInArrow(_cell_join(self.plan, len(self.relations), limit, tokens), exchange.SCHEMA)
+            .mapInArrow(_cell_join(self.plan, self.layout, limit, tokens), exchange.SCHEMA)
             .collect()
         )
         empty = np.zeros(len(self.relations), np.int64), np.zeros(2, np.int64), np.zeros((0, self.plan.m), np.int64)
@@ -170,7 +166,8 @@ class Shares(Implementation):
         load = received.sum(axis=1)
         work = np.stack([c[5] for c in cells])
         per_relation = received.sum(axis=0)
-        rho, tau = hypercube.edge_cover_and_packing(self.ctx.spec.attribute_order, relations)
+        positive = relations[: self.layout.positive]  # an anti-relation covers nothing
+        rho, tau = hypercube.edge_cover_and_packing(self.ctx.spec.attribute_order, positive)
         shipped = int(load.sum())
         counters = {
             "share_method": "exact search over integer shares with product <= W; least tuples per cell, then least total",
@@ -187,7 +184,7 @@ class Shares(Implementation):
                 }
                 for i, r in enumerate(relations)
             ],
-            "input_tuples": sum(r.size for r in relations),
+            "input_tuples": sum(r.size for r in relations),  # the anti-relations' too: they are shipped
             "tuples_shipped": shipped,
             "tuples_shipped_predicted": alloc.communication,
             "replication_factor": round(shipped / max(1, sum(r.size for r in relations)), 4),
@@ -231,8 +228,57 @@ class Shares(Implementation):
         return [(c[0], c[6]) for c in self._run(limit)]
 
 
-def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarray):
-    atoms = len(plan.atoms)
+LOOP = -1  # CellLayout.shipped's kind for a relation of self-loops
+
+
+class CellLayout(NamedTuple):
+    """What Shares ships to the cells, one relation per entry of `shipped` as (early, late, kind):
+    the plan's atoms, the self-loops of each position with a loop atom or (directed) a `!a-a`
+    (early = late, kind LOOP), then the anti-relations (JoinSpec.anti), shipped like atoms so that a
+    cell holds every edge an anti-pair of its own values could be. `positive`: how many come before
+    the anti-relations. A cell builds one index per entry that is not LOOP, in order (`index_rows`),
+    and reads anti-relation (j, a) of the plan from index `anti_row[j, a]`."""
+
+    shipped: list[tuple[int, int, int]]
+    positive: int
+    anti_row: np.ndarray  # (m, A)
+
+    @classmethod
+    def of(cls, plan: ExtensionPlan) -> CellLayout:
+        loops = [j for j in range(plan.m) if plan.loop[j]]
+        anti = [(j, a) for j in range(plan.m) for a in range(plan.anti_count[j])]
+        no_loops = [j for j, a in anti if plan.anti_pos[j, a] == j]
+        lists = [(j, a) for j, a in anti if plan.anti_pos[j, a] != j]
+        shipped = list(plan.atoms) + [(j, j, LOOP) for j in loops]
+        positive = len(shipped)
+        shipped += [(int(plan.anti_pos[j, a]), j, int(plan.anti_kind[j, a])) for j, a in lists]
+        shipped += [(j, j, LOOP) for j in no_loops]
+        anti_row = np.zeros(plan.anti_pos.shape, dtype=np.int64)
+        for row, (j, a) in enumerate(lists, start=len(plan.atoms)):
+            anti_row[j, a] = row
+        return cls(shipped, positive, anti_row)
+
+    def index_rows(self) -> list[int]:
+        """The shipped relation behind each of a cell's indices: the atoms', then the anti-relations'."""
+        return [i for i, (_, _, kind) in enumerate(self.shipped) if kind != LOOP]
+
+    def relations(self, order: tuple[str, ...], edge_rows: int, loop_rows: int) -> list[hypercube.Relation]:
+        """The shipped relations as the share search sees them."""
+        size = {FORWARD: edge_rows, REVERSE: edge_rows, BOTH: 2 * edge_rows, LOOP: loop_rows}
+        return [
+            hypercube.Relation(
+                ("!" if i >= self.positive else "") + f"{order[early]}-{order[late]}",
+                (order[early],) if kind == LOOP else (order[early], order[late]),
+                size[kind],
+            )
+            for i, (early, late, kind) in enumerate(self.shipped)
+        ]
+
+
+def _cell_join(plan: ExtensionPlan, layout: CellLayout, limit: int, tokens: np.ndarray):
+    relations = len(layout.shipped)
+    rows = layout.index_rows()
+    loop_relations = [i for i, (_, _, kind) in enumerate(layout.shipped) if kind == LOOP]
 
     def join(iterator):
         cell = exchange.current_partition()
@@ -255,10 +301,10 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
         early, late = np.searchsorted(ids, early), np.searchsorted(ids, late)
         n = len(ids)
         unpack_us = lap()
-        # One index per non-loop relation, keyed by its early attribute (a loop-only query reads none,
-        # but generic_join takes at least one); the self-loops as the sorted vertices that have one.
-        index = [build_csr(early[relation == i], late[relation == i], n) for i in range(max(atoms, 1))]
-        loops = np.unique(early[relation >= atoms])
+        # One index per atom then per anti-relation, keyed by its early attribute (a loop-only query
+        # reads none, but generic_join takes at least one); the self-loops as the sorted vertices that have one.
+        index = [build_csr(early[relation == i], late[relation == i], n) for i in rows or [0]]
+        loops = np.unique(early[np.isin(relation, loop_relations)])
         offsets = np.stack([o for o, _ in index])
         values = np.zeros((len(index), max(1, max(len(v) for _, v in index))), dtype=np.int64)
         for i, (_, v) in enumerate(index):
@@ -266,9 +312,10 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
         # Relations whose shares put the same edges in this cell (a1-a3 and a1-a4 when only a1 is split)
         # read one index, so Generic Join carries a level's candidates down instead of recomputing them.
         same = np.arange(len(index))
-        for i in range(atoms):
+        for i in range(len(index)):
             same[i] = next((k for k in range(i) if same[k] == k and all(map(np.array_equal, index[i], index[k]))), i)
         rel_index = same[plan.rel_atom]
+        anti_count, anti_pos, anti_kind = local_gj.anti_arguments(plan.anti_count, plan.anti_pos, same[layout.anti_row])
         out = np.zeros((limit, plan.m), dtype=np.int64)
         work = np.zeros(2, dtype=np.int64)
         build_us = lap()
@@ -286,6 +333,9 @@ def _cell_join(plan: ExtensionPlan, relations: int, limit: int, tokens: np.ndarr
             plan.differ,
             plan.loop,
             loops,
+            anti_count,
+            anti_pos,
+            anti_kind,
             limit,
             out,
             work,

@@ -1,6 +1,6 @@
 """The motif census (`--query motifs:3` / `motifs:4`): the induced/non-induced relation against networkx
 and a brute force, bad input, the record's census section and its table, published figures, and tiny
-census runs end to end (convert with local-gj; induced with a stand-in that checks anti-edges in its loop)."""
+census runs end to end (local-gj, converting and counting the induced shapes itself)."""
 
 import io
 import itertools
@@ -9,7 +9,6 @@ import random
 import pytest
 from rich.console import Console
 
-import implementations
 from harness import census, cli, datasets, motifs, workload
 from harness.errors import DataError
 from harness.oracles import Pattern, choose, nx_search
@@ -17,7 +16,7 @@ from harness.query import make_join_spec
 from harness.runner import Runner, RunRequest, resolve_query
 from harness.verify import published_count, verify
 from implementations.local_gj import LocalGenericJoin
-from implementations.nested_loop import Check, NestedLoop
+from implementations.nested_loop import NestedLoop
 
 TINY = "rmat:scale=5,ef=4,seed=3"  # 72 edges with every 4-vertex shape (28 4-cliques): networkx checks each in a second
 
@@ -96,20 +95,27 @@ def request(**kwargs) -> RunRequest:
     return RunRequest(**{"query": "motifs:4", "dataset": TINY, "impl": "local-gj", **kwargs})
 
 
+class _PlainOnly(LocalGenericJoin):
+    """Test-only: an implementation that counts plain patterns only, as the census's `convert` default needs."""
+
+    name = "plain-only"
+    anti_edges = False
+
+
 @pytest.mark.parametrize(
     "kwargs,params,message",
     [
         (dict(semantics="directed"), {}, "query 'motifs:4': the motif census counts vertex-induced subgraphs of the simple"),
         (dict(attribute_order=("a1", "a2")), {}, "--order does not apply to a census"),
         ({}, {"census_method": "sideways"}, "params.census_method: expected one of induced, convert, got 'sideways'"),
-        ({}, {"census_method": "induced"}, "induced needs an implementation that counts induced patterns; local-gj does not"),
+        ({}, {"census_method": "induced"}, "induced needs an implementation that counts induced patterns; plain-only does not"),
         (dict(query="triangle"), {"census_method": "convert"}, "applies to a motif census .* not to query 'triangle'"),
         ({}, {"updates": "holdback=0.1"}, "a motif census is not maintained under updates"),
     ],
 )
 def test_bad_census_requests_are_DataErrors(kwargs, params, message):
     with pytest.raises(DataError, match=message):
-        resolve_query(request(**kwargs), LocalGenericJoin, {"updates": None, "census_method": None, **params})
+        resolve_query(request(**kwargs), _PlainOnly, {"updates": None, "census_method": None, **params})
 
 
 def test_compare_refuses_a_census_by_name():
@@ -127,10 +133,11 @@ def test_a_bad_census_run_is_DAT_before_spark_starts():
 
 
 def test_the_method_defaults_to_convert_unless_the_class_counts_induced_patterns():
-    plan = census.plan(4, LocalGenericJoin, None, "undirected", None)
+    plan = census.plan(4, _PlainOnly, None, "undirected", None)
     assert plan.method == "convert" and [r.motif.name for r in plan.runs] == [m.name for m in motifs.MOTIFS[4]]
     assert all(not r.spec.anti for r in plan.runs) and [bool(r.induced_spec.anti) for r in plan.runs] == [True] * 5 + [False]
-    assert census.plan(3, _NestedLoopWithAntiEdges, None, "undirected", None).method == "induced"
+    assert census.plan(3, NestedLoop, None, "undirected", None).method == "induced"
+    assert census.plan(4, LocalGenericJoin, None, "undirected", None).method == "induced"
 
 
 def test_the_motifs_workload_checks_and_expands_to_one_census_run_per_implementation():
@@ -173,7 +180,7 @@ def outcome(name: str, status: str = "ok", agrees=True) -> dict:
 
 
 def test_the_record_s_checks_sum_each_oracle_over_the_shapes_and_a_skipped_one_never_passes():
-    plan = census.plan(3, LocalGenericJoin, None, "undirected", None)
+    plan = census.plan(3, LocalGenericJoin, "convert", "undirected", None)
     plain = {"wedge": 12, "triangle": 3}
     counted = [
         census.Counted(r, None, 0.1, 0.2, i > 0, plain[r.motif.name], {"candidates": 5}, {}) for i, r in enumerate(plan.runs)
@@ -235,31 +242,10 @@ def test_the_census_table_shows_each_shape_s_count_share_checks_and_agreement_in
     assert "counted as: convert (local-gj); induced (shares)" in text
 
 
-class _NestedLoopWithAntiEdges(NestedLoop):
-    """A stand-in until nested-loop honours anti-edges itself: the same loop, each anti pair checked at
-    its later position like an atom (no edge between the two values). Test-only."""
-
-    name = "nested-loop-anti"
-    anti_edges = True
-
-    def _checks_by_position(self) -> list[list[Check]]:
-        checks = super()._checks_by_position()
-        position = {a: i for i, a in enumerate(self.ctx.spec.attribute_order)}
-        for x, y in self.ctx.spec.anti:
-            checks[max(position[x], position[y])].append(Check("anti", position[x], position[y]))
-        return checks
-
-    def _holds(self, check: Check, values: list[int]) -> bool:
-        if check.kind == "anti":
-            return not self._holds(Check("edge", check.first, check.second), values)
-        return super()._holds(check, values)
-
-
-def test_a_census_by_conversion_and_one_of_induced_patterns_agree_and_are_verified(runner, monkeypatch):
-    """End to end on a tiny graph: local-gj counts the plain shapes and the harness converts; the
-    stand-in counts the induced shapes, whose matches networkx compares too. One index per census."""
-    monkeypatch.setitem(implementations.REGISTRY, "nested-loop-anti", _NestedLoopWithAntiEdges)
-    converted = runner.run(request(oracle="networkx"))
+def test_a_census_by_conversion_and_one_of_induced_patterns_agree_and_are_verified(runner):
+    """End to end on a tiny graph: local-gj counts the plain shapes and the harness converts; then it
+    counts the induced shapes itself (its default), whose matches networkx compares too. One index per census."""
+    converted = runner.run(request(oracle="networkx", params={"census_method": "convert"}))
     assert converted["status"] == "OK", converted.get("error") or converted.get("unverified_reason")
     section = converted["census"]
     assert section["method"] == "convert" and converted["query"]["name"] == "motifs:4"
@@ -270,7 +256,7 @@ def test_a_census_by_conversion_and_one_of_induced_patterns_agree_and_are_verifi
     assert converted["metrics"]["index_s"] == pytest.approx(sum(e["index_s"] for e in section["motifs"]), abs=1e-3)
     [check] = converted["checks"]
     assert check["name"] == "networkx" and check["agrees"] and check["count"] == converted["count"]
-    induced = runner.run(request(impl="nested-loop-anti", oracle="networkx"))
+    induced = runner.run(request(oracle="networkx"))
     assert induced["status"] == "OK", induced.get("error") or induced.get("unverified_reason")
     assert induced["census"]["method"] == "induced" and {e["name"]: e["count"] for e in induced["census"]["motifs"]} == counts
     compared = [c for e in induced["census"]["motifs"] for c in e["verification"]["checks"]]

@@ -69,11 +69,11 @@ def test_cover_and_packing_numbers():
 
 
 def _expected_shipped(record: dict, graph_rows: int, loop_rows: int, spec) -> int:
-    """Independently of the implementation: sum over the query's relations of |R| * prod of the
-    shares of the attributes R lacks."""
+    """Independently of the implementation: sum over the query's relations, and its anti-relations
+    (which every cell that could test one needs too), of |R| * prod of the shares of the attributes R lacks."""
     shares = record["metrics"]["shares"]
     total = 0
-    for x, y in spec.query.edges:
+    for x, y in spec.query.edges + spec.anti:
         if x == y:
             size = loop_rows
         elif spec.semantics == "undirected" and not (spec.implies_less(x, y) or spec.implies_less(y, x)):
@@ -92,6 +92,8 @@ def _expected_shipped(record: dict, graph_rows: int, loop_rows: int, spec) -> in
         pytest.param("house", "undirected", marks=pytest.mark.thorough),
         pytest.param("diamond", "directed", marks=pytest.mark.thorough),
         ("a-b,b-c,c-a,a-a", "directed"),
+        ("a-b,b-c,c-d,d-a,!a-c,!b-d", "undirected"),  # the induced 4-cycle
+        pytest.param("a-b,b-c,!c-a,!b-b,a-a", "directed", marks=pytest.mark.thorough),
     ],
 )
 def test_tuples_shipped_equal_the_formula(runner, query, semantics):
@@ -132,7 +134,19 @@ def test_every_match_is_found_in_its_own_cell_only(spark, semantics):
     assert all(r.cell == r.own for r in named)
 
 
-@pytest.mark.parametrize("query", ["clique4", "clique5"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "clique4",
+        "clique5",
+        pytest.param(
+            "a-b,a-c,a-d,!b-c,!b-d,!c-d",  # the induced 3-star (its plain twin does the same work)
+            marks=pytest.mark.xfail(
+                strict=True, reason="same count, but the cell steps over 4% more list elements: not yet explained"
+            ),
+        ),
+    ],
+)
 def test_one_cell_does_the_work_of_local_gj(runner, query):
     """With one cell every relation holds the same oriented edges, so the cell reads one index and
     Generic Join carries each level's candidates down exactly as local-gj does: the same work, not
