@@ -171,34 +171,29 @@ def test_random_graphs_and_patterns(spark, impl_name):
     run()
 
 
-ANTI_IMPLEMENTATIONS = [name for name in IMPLEMENTATIONS if implementations.REGISTRY[name].anti_edges]
+EXTENDED = [
+    name for name in IMPLEMENTATIONS if implementations.REGISTRY[name].anti_edges or implementations.REGISTRY[name].vertex_labels
+]
+# Delta-BiGJoin's static count is its insert-everything self-check (seconds per example): it meets anti-edges and
+# induced patterns under real update streams in tests/test_delta.py (20 sequences, half of them anti/induced).
+EXTENDED_EXAMPLES = {"delta-bigjoin": 20}
 
 
-@pytest.mark.thorough  # `make test` meets anti-edges in half of test_random_graphs_and_patterns
-@pytest.mark.parametrize("impl_name", ANTI_IMPLEMENTATIONS)
-def test_random_anti_and_induced_patterns(spark, impl_name):
-    """Every example has anti-edges or is induced: at least 50 per implementation."""
-    run = settings(
-        max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
-    )(given(data=st.data())(lambda data: _random_case(spark, impl_name, data, anti=True)))
-    run()
-
-
-LABEL_IMPLEMENTATIONS = [name for name in IMPLEMENTATIONS if implementations.REGISTRY[name].vertex_labels]
-
-
-@pytest.mark.thorough  # `make test` meets vertex labels in half of test_random_graphs_and_patterns
-@pytest.mark.parametrize("impl_name", LABEL_IMPLEMENTATIONS)
-def test_random_labelled_patterns(spark, impl_name):
-    """Every example's pattern requires vertex labels on a labelled graph (with anti-edges too where the
-    implementation honours them, in half): at least 50 per implementation."""
-    anti_too = implementations.REGISTRY[impl_name].anti_edges
+@pytest.mark.thorough  # `make test` meets anti-edges and labels in half of test_random_graphs_and_patterns
+@pytest.mark.parametrize("impl_name", EXTENDED)
+def test_random_anti_induced_and_labelled_patterns(spark, impl_name):
+    """Every example has what the implementation honours beyond the paper's patterns: anti-edges or
+    induced: true, vertex labels on a labelled graph, or both (one draw pays for both features): at
+    least 50 per implementation."""
+    cls = implementations.REGISTRY[impl_name]
 
     def case(data):
-        anti = anti_too and data.draw(st.booleans(), label="anti")
-        _random_case(spark, impl_name, data, anti=anti, labelled=True)
+        anti = cls.anti_edges and (not cls.vertex_labels or data.draw(st.integers(0, 2), label="anti") > 0)
+        labelled = cls.vertex_labels and (not anti or data.draw(st.booleans(), label="labelled"))
+        _random_case(spark, impl_name, data, anti=anti, labelled=labelled)
 
+    examples = EXTENDED_EXAMPLES.get(impl_name, 50)
     run = settings(
-        max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+        max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
     )(given(data=st.data())(case))
     run()
