@@ -2,7 +2,8 @@
 degree-ordered ids, sorted CSR adjacency, each level's candidates intersected from its lists
 (merge when sizes are comparable, galloping when one is much smaller, so a hub's list is never
 scanned), candidate sets carried down to the next level, the last level counted without listing it.
-An anti-relation (JoinSpec.anti) takes its list's values out of a level's candidates (csr.difference)."""
+An anti-relation (JoinSpec.anti) takes its list's values out of a level's candidates (csr.difference);
+a labelled position keeps the candidates whose vertex carries its label (a per-candidate test)."""
 
 from __future__ import annotations
 
@@ -249,6 +250,8 @@ def generic_join(
     anti_count,
     anti_pos,
     anti_kind,
+    label,
+    vertex_label,
     limit,
     out,
     work,
@@ -263,7 +266,8 @@ def generic_join(
     Level j binds position j. rel_*[j, :rel_count[j]] are the relations (bound position, index) that
     bind it; above/below/differ[j, p] say the value must be >, < or != the one at position p; loop[j]
     requires a self-loop (loops: the sorted vertices that have one); anti_*[j, :anti_count[j]] are the
-    anti-relations whose lists a candidate at j must be absent from (plan.anti_*). offsets/values are
+    anti-relations whose lists a candidate at j must be absent from (plan.anti_*); label[j] is the
+    label the value at j must carry (-1: any), vertex_label[v] vertex v's (-1: none). offsets/values are
     (K, n + 1) and (K, *) arrays of K indices, both C-contiguous; buf is (2m, longest list) scratch
     (`scratch`). A level's candidates are the intersection of its lists from their lower bound on,
     smallest list first (csr.intersect: merge or gallop by size), or the previous level's candidates
@@ -286,6 +290,11 @@ def generic_join(
             carry, extra, extra_count, anti_extra, anti_extra_count, rel_pos, anti_pos
         )
         hoisted_end = np.zeros(m, dtype=np.int64)  # level j's hoisted candidates: cand[(m + j) * width:hoisted_end[j]]
+    # Likewise an unlabelled pattern passes label None. A labelled level tests each candidate's label
+    # where it takes it, as it tests `differ`: the candidate sets carried down or hoisted stay unfiltered
+    # (a level's label says nothing of the next's), and a labelled last level is listed, not counted.
+    if label is not None:
+        checked = checked | (label >= 0)
     # Flat views made once: a row view per intersection would cost reference counting per call.
     flat, row = values.reshape(values.size), values.shape[1]  # index kind's lists start at kind * row
     cand, width = buf.reshape(buf.size), buf.shape[1]  # level j's buffer starts at j * width
@@ -320,6 +329,8 @@ def generic_join(
             ok = c <= ceiling[j] and admissible(c, prefix, 0, j, differ, loop[j], loops)
             if anti_count is not None:
                 ok = ok and not (no_loop[j] and contains(loops, 0, len(loops), c))
+            if label is not None:
+                ok = ok and (label[j] < 0 or vertex_label[c] == label[j])
         if not ok:
             pos[j] += 1
             continue
@@ -406,6 +417,12 @@ def anti_arguments(anti_count: np.ndarray, anti_pos: np.ndarray, anti_kind: np.n
     return (anti_count, anti_pos, anti_kind) if anti_count.any() else (None, None, None)
 
 
+def label_arguments(plan: ExtensionPlan) -> tuple:
+    """generic_join's label arguments: the plan's required labels and its ranks' labels, or Nones for
+    an unlabelled pattern (whose signature then compiles without the label test)."""
+    return (plan.label, plan.vertex_label) if (plan.label >= 0).any() else (None, None)
+
+
 def scratch(offsets: np.ndarray, m: int) -> np.ndarray:
     """generic_join's per-level candidate buffers, and its hoisted candidates' (`hoist_plan`): 2m rows
     as long as the longest list."""
@@ -415,28 +432,34 @@ def scratch(offsets: np.ndarray, m: int) -> np.ndarray:
 
 def warm_up() -> None:
     """Compile (or load from numba's cache) generic_join for the argument types every caller uses,
-    and run it over a triangle with every filter, counting and listing, and with an anti-relation, so
-    no measured run pays for either: a fresh process was measured taking seconds over its first real
+    and run it over a triangle with every filter, counting and listing, with an anti-relation and with
+    vertex labels, so no measured run pays for either: a fresh process was measured taking seconds over its first real
     call even with the code cached."""
     above = np.tril(np.ones((3, 3), dtype=np.bool_), -1)
     none = np.zeros((3, 3), dtype=np.bool_)
     no_anti = anti_arguments(np.zeros(3, np.int64), np.zeros((3, 1), np.int64), np.zeros((3, 1), np.int64))
     triangle = (np.array([0, 1, 2], np.int64), np.array([[0, 0], [0, 0], [0, 1]], np.int64))
-    found = _on_a_triangle(*triangle, above, ~above, np.ones(3, np.bool_), no_anti, 1)
-    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), no_anti, 0)
-    # The wedge b-a-c less the edge b-c: none in a triangle.
+    no_labels = (None, None)
+    found = _on_a_triangle(*triangle, above, ~above, np.ones(3, np.bool_), no_anti, no_labels, 1)
+    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), no_anti, no_labels, 0)
+    # Vertices labelled 0, 1, 0: the triangle labelled 0, 1, 0 in attribute order, and not 1, 1, any.
+    vertex_label = np.array([0, 1, 0], np.int64)
+    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), no_anti, (np.array([0, 1, 0]), vertex_label), 0)
+    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), no_anti, (np.array([1, 1, -1]), vertex_label), 0)
+    # The wedge b-a-c less the edge b-c: none in a triangle, labelled or not.
     wedge = (np.array([0, 1, 1], np.int64), np.zeros((3, 2), np.int64))
     anti = (np.array([0, 0, 1], np.int64), np.array([[0], [0], [1]], np.int64), np.zeros((3, 1), np.int64))
-    induced = _on_a_triangle(*wedge, above, none, np.zeros(3, np.bool_), anti, 0)
-    if found != 1 or induced != 0:
-        raise RuntimeError(f"generic_join self-check found {found} triangles and {induced} induced wedges in a triangle")
+    induced = _on_a_triangle(*wedge, above, none, np.zeros(3, np.bool_), anti, no_labels, 0)
+    induced += _on_a_triangle(*wedge, above, none, np.zeros(3, np.bool_), anti, (np.array([-1, 1, 0]), vertex_label), 0)
+    if found != 2 or induced != 0:
+        raise RuntimeError(f"generic_join self-check found {found} of 2 triangles and {induced} induced wedges in a triangle")
     # The index builders too: the native reference's timing excludes compiling its list builder.
     s, d = np.array([0, 0, 1], np.int64), np.array([1, 2, 2], np.int64)
     if build_csr(s, d, 3)[1].tolist() != [1, 2, 2] or vertex_ranks(np.arange(3), np.array([2, 1, 1])).tolist() != [2, 0, 1]:
         raise RuntimeError("local-gj's list builders failed their self-check on a triangle")
 
 
-def _on_a_triangle(rel_count, rel_pos, above, differ, loop, anti, limit) -> int:
+def _on_a_triangle(rel_count, rel_pos, above, differ, loop, anti, labels, limit) -> int:
     """generic_join over the forward lists of the triangle 0-1-2 (warm_up's self-check)."""
     offsets = np.array([[0, 2, 3, 3]], dtype=np.int64)
     values = np.array([[1, 2, 2]], dtype=np.int64)
@@ -444,9 +467,10 @@ def _on_a_triangle(rel_count, rel_pos, above, differ, loop, anti, limit) -> int:
     out, work = np.zeros((1, 3), dtype=np.int64), np.zeros(2, dtype=np.int64)
     kinds = np.zeros((3, 2), dtype=np.int64)
     anti_count, anti_pos, anti_kind = anti
+    label, vertex_label = labels
     return generic_join(
         3, offsets, values, rel_count, rel_pos, kinds, above, none, differ, loop, np.zeros(0, np.int64),
-        anti_count, anti_pos, anti_kind, limit, out, work, 0, 3, 0, scratch(offsets, 3),
+        anti_count, anti_pos, anti_kind, label, vertex_label, limit, out, work, 0, 3, 0, scratch(offsets, 3),
     )  # fmt: skip
 
 
@@ -467,6 +491,7 @@ class LocalGenericJoin(Implementation):
     runs_in_driver = True
     kernels = frozenset({"local-gj"})
     anti_edges = True
+    vertex_labels = True  # a labelled level tests each candidate's label (its rank's, mapped in prepare)
     description = "native single-threaded Generic Join (numba) on the driver: the COST baseline"
     writes_matches = True  # from the driver's process, where it runs (pyarrow, slice by slice)
 
@@ -499,6 +524,8 @@ class LocalGenericJoin(Implementation):
         for i, (_, v) in enumerate(indices):
             self.values[i, : len(v)] = v
         self.n = n
+        if self.ctx.spec.query.labels:  # each rank's label, for generic_join's per-candidate test
+            self.plan.rank_labels(self.ids, *self.ctx.graph.label_arrays())
 
     def _slices(self, rate: float = FIRST_RATE) -> Iterator[tuple[int, int]]:
         """Slices [lo, hi) of first-position vertices, sized to take about CHUNK_S each (the caller runs
@@ -525,9 +552,10 @@ class LocalGenericJoin(Implementation):
         """generic_join on first positions [lo, hi): their count; matches written to out[found_before:limit]."""
         p = self.plan
         anti_count, anti_pos, anti_kind = anti_arguments(p.anti_count, p.anti_pos, p.anti_kind)
+        label, vertex_label = label_arguments(p)
         return generic_join(
             self.n, self.offsets, self.values, p.rel_count, p.rel_pos, p.rel_kind, p.above, p.below, p.differ, p.loop,
-            self.loops, anti_count, anti_pos, anti_kind, limit, out, work, lo, hi, found_before, self.buf,
+            self.loops, anti_count, anti_pos, anti_kind, label, vertex_label, limit, out, work, lo, hi, found_before, self.buf,
         )  # fmt: skip
 
     def _run(self, limit: int) -> tuple[int, np.ndarray, np.ndarray]:

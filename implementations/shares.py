@@ -39,6 +39,7 @@ class Shares(Implementation):
     name = "shares"
     kernels = frozenset({"local-gj", "dataflow"})  # its cells run local-gj on CSR lists
     anti_edges = True
+    vertex_labels = True  # each shipped relation is semi-joined with its attributes' labelled vertices before the shuffle
     description = "Shares/HyperCube: optimal integer shares, one shuffle, local Generic Join per cell"
 
     def prepare(self) -> None:
@@ -51,7 +52,9 @@ class Shares(Implementation):
             self.ctx.arrangements[_ARRANGEMENT] = self._rank_edges()
         self.edges, self.ids, edge_rows, loop_rows = self.ctx.arrangements[_ARRANGEMENT]
         self.layout = CellLayout.of(self.plan)
-        self.relations = self.layout.relations(spec.attribute_order, edge_rows, loop_rows)
+        self.labels = self._labels_by_vertex() if spec.query.labels else None
+        sizes = self.layout.sizes(edge_rows, loop_rows) if self.labels is None else self._labelled_sizes()
+        self.relations = self.layout.relations(spec.attribute_order, sizes)
         self.allocation = hypercube.allocate(spec.attribute_order, self.relations, self.ctx.workers)
         self._sample: tuple[int, list[tuple]] | None = None
         self._python_us = np.zeros(3, np.int64)
@@ -75,6 +78,46 @@ class Shares(Implementation):
             return ranked, ids[np.argsort(rank)], rows, 0
         rows = edges.count()
         return edges, None, rows, edges.filter(F.col("src") == F.col("dst")).count()
+
+    # ---- vertex labels ---------------------------------------------------------------------------
+
+    def _labels_by_vertex(self) -> DataFrame:
+        """(vertex, label) of the labelled vertices, in the ids the shipped edges carry: the graph's
+        own (directed), or the ranks `_rank_edges` gave them (undirected, mapped on the driver)."""
+        graph = self.ctx.graph
+        if self.ids is None:
+            assert graph.labels_df is not None  # the harness refuses a labelled pattern on an unlabelled graph
+            return graph.labels_df
+        self.plan.rank_labels(self.ids, *graph.label_arrays())
+        ranks = np.flatnonzero(self.plan.vertex_label >= 0)
+        return self.ctx.spark.createDataFrame(pa.table({"vertex": ranks, "label": self.plan.vertex_label[ranks]}))
+
+    def _with_labels(self, rows: DataFrame, bound: dict[int, str]) -> DataFrame:
+        """`rows` keeping those whose column bound to each labelled position carries its label: a
+        left_semi join with that label's vertices (broadcast, so the query keeps its one shuffle)."""
+        assert self.labels is not None
+        for j, column in sorted(bound.items()):
+            wanted = int(self.plan.label[j])
+            if wanted >= 0:
+                having = self.labels.filter(F.col("label") == wanted).select(F.col("vertex").alias(column))
+                rows = rows.join(F.broadcast(having), on=column, how="left_semi")
+        return rows
+
+    def _labelled_sizes(self) -> list[int]:
+        """Each shipped relation's size after its label filters, for the share search: one Spark job
+        counts the edges by (source label, destination label, self-loop), -1 for an unlabelled end."""
+        assert self.labels is not None
+        src = self.labels.select(F.col("vertex").alias("src"), F.col("label").alias("_ls"))
+        dst = self.labels.select(F.col("vertex").alias("dst"), F.col("label").alias("_ld"))
+        counted = (
+            self.edges.join(F.broadcast(src), "src", "left")
+            .join(F.broadcast(dst), "dst", "left")
+            .groupBy(F.coalesce("_ls", F.lit(-1)), F.coalesce("_ld", F.lit(-1)), F.col("src") == F.col("dst"))
+            .count()
+            .collect()
+        )
+        pairs = [LabelPairCount(int(r[0]), int(r[1]), bool(r[2]), int(r[3])) for r in counted]
+        return self.layout.labelled_sizes(self.plan.label, pairs)
 
     # ---- the grid -------------------------------------------------------------------------------
 
@@ -109,6 +152,8 @@ class Shares(Implementation):
         """Every (token, relation, early, late) copy of one relation's tuples, one per cell that agrees
         with it: (position, column) give each end's attribute position and source column."""
         bound = dict([early, late])
+        if self.labels is not None:  # filtered before the shuffle: a cell receives only labelled values
+            rows = self._with_labels(rows, bound)
         shares = [self.allocation.shares[a] for a in self.ctx.spec.attribute_order]
         copies = math.prod(s for j, s in enumerate(shares) if j not in bound)
         if copies > 1:
@@ -231,6 +276,15 @@ class Shares(Implementation):
 LOOP = -1  # CellLayout.shipped's kind for a relation of self-loops
 
 
+class LabelPairCount(NamedTuple):
+    """How many edges join a vertex labelled `source` to one labelled `target` (-1: no label)."""
+
+    source: int
+    target: int
+    self_loop: bool
+    edges: int
+
+
 class CellLayout(NamedTuple):
     """What Shares ships to the cells, one relation per entry of `shipped` as (early, late, kind):
     the plan's atoms, the self-loops of each position with a loop atom or (directed) a `!a-a`
@@ -262,14 +316,39 @@ class CellLayout(NamedTuple):
         """The shipped relation behind each of a cell's indices: the atoms', then the anti-relations'."""
         return [i for i, (_, _, kind) in enumerate(self.shipped) if kind != LOOP]
 
-    def relations(self, order: tuple[str, ...], edge_rows: int, loop_rows: int) -> list[hypercube.Relation]:
-        """The shipped relations as the share search sees them."""
+    def sizes(self, edge_rows: int, loop_rows: int) -> list[int]:
+        """Each shipped relation's rows, for an unlabelled pattern."""
         size = {FORWARD: edge_rows, REVERSE: edge_rows, BOTH: 2 * edge_rows, LOOP: loop_rows}
+        return [size[kind] for _, _, kind in self.shipped]
+
+    def labelled_sizes(self, label: np.ndarray, pairs: list[LabelPairCount]) -> list[int]:
+        """Each shipped relation's rows once its ends are filtered by their positions' labels (-1: any),
+        as `Shares._shipped` ships it: a forward copy's early end is the edge's source, a reverse copy's
+        its destination, a LOOP relation the self-loops."""
+
+        def carries(j: int, got: int) -> bool:
+            return label[j] < 0 or label[j] == got
+
+        sizes = []
+        for early, late, kind in self.shipped:
+            total = 0
+            for p in pairs:
+                if kind == LOOP:
+                    total += p.edges if p.self_loop and carries(early, p.source) else 0
+                if kind in (FORWARD, BOTH):
+                    total += p.edges if carries(early, p.source) and carries(late, p.target) else 0
+                if kind in (REVERSE, BOTH):
+                    total += p.edges if carries(early, p.target) and carries(late, p.source) else 0
+            sizes.append(total)
+        return sizes
+
+    def relations(self, order: tuple[str, ...], sizes: list[int]) -> list[hypercube.Relation]:
+        """The shipped relations as the share search sees them, with their sizes."""
         return [
             hypercube.Relation(
                 ("!" if i >= self.positive else "") + f"{order[early]}-{order[late]}",
                 (order[early],) if kind == LOOP else (order[early], order[late]),
-                size[kind],
+                sizes[i],
             )
             for i, (early, late, kind) in enumerate(self.shipped)
         ]
@@ -336,6 +415,8 @@ def _cell_join(plan: ExtensionPlan, layout: CellLayout, limit: int, tokens: np.n
             anti_count,
             anti_pos,
             anti_kind,
+            None,  # no label test: each shipped relation was filtered by its attributes' labels before the shuffle
+            None,
             limit,
             out,
             work,

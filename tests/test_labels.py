@@ -156,7 +156,7 @@ LABEL_IMPLEMENTATIONS = sorted(name for name, cls in implementations.REGISTRY.it
 
 def test_which_implementations_count_labelled_patterns():
     """BiGJoin's variants opt in one by one (their own kernels may not filter labels)."""
-    assert LABEL_IMPLEMENTATIONS == ["bigjoin", "bigjoin-carry", "bigjoin-s", "binary", "nested-loop"]
+    assert LABEL_IMPLEMENTATIONS == ["bigjoin", "bigjoin-carry", "bigjoin-s", "binary", "local-gj", "nested-loop", "shares"]
 
 
 @pytest.mark.parametrize("impl_name", LABEL_IMPLEMENTATIONS)
