@@ -28,9 +28,8 @@ class LabelArrays(NamedTuple):
 
 
 def read_label_file(spark, path: Path, scratch: Path) -> DataFrame:
-    """(vertex bigint, label bigint), one row per labelled vertex; a bad line or row is a DataError."""
-    if not path.exists():
-        raise DataError(f"label file {path}: not found")
+    """(vertex bigint, label bigint), one row per labelled vertex; a bad line or row is a DataError (a
+    missing file is datasets.load's, before it hashes the file)."""
     if edgelist.detect_format(path) == "parquet":
         table = _read_parquet(spark, path)
     else:

@@ -19,11 +19,22 @@ def schema(spec: JoinSpec) -> pa.Schema:
     return pa.schema([(a, pa.int64()) for a in spec.query.attributes])
 
 
+def columns_of(spec: JoinSpec) -> tuple[tuple[str, int], ...]:
+    """(attribute, its position in the attribute order), in the query's order."""
+    order = list(spec.attribute_order)
+    return tuple((a, order.index(a)) for a in spec.query.attributes)
+
+
 def table(spec: JoinSpec, ids: np.ndarray, rows: np.ndarray) -> pa.Table:
     """Rows of ranks in attribute order (n, m) as a table of original ids (`ids[rank]`) in the query's order."""
-    order = list(spec.attribute_order)
-    columns = [pa.array(np.asarray(ids[rows[:, order.index(a)]], dtype=np.int64)) for a in spec.query.attributes]
-    return pa.Table.from_arrays(columns, schema=schema(spec))
+    return _id_table(columns_of(spec), ids, rows)
+
+
+def _id_table(columns: tuple[tuple[str, int], ...], ids: np.ndarray, rows: np.ndarray) -> pa.Table:
+    return pa.Table.from_arrays(
+        [pa.array(np.asarray(ids[rows[:, at]], dtype=np.int64)) for _, at in columns],
+        schema=pa.schema([(a, pa.int64()) for a, _ in columns]),
+    )
 
 
 class MatchSink(NamedTuple):
@@ -38,21 +49,15 @@ class MatchSink(NamedTuple):
 
     @classmethod
     def of(cls, spec: JoinSpec, directory: str, ids: str, limit: int | None) -> MatchSink:
-        order = list(spec.attribute_order)
-        return cls(directory, ids, tuple((a, order.index(a)) for a in spec.query.attributes), limit or (1 << 62))
+        return cls(directory, ids, columns_of(spec), limit or (1 << 62))
 
     def write(self, name: str, ranks: np.ndarray) -> None:
         """Rows of ranks (attribute order) as original ids in a Parquet file of their own, complete or absent."""
         from .distributed_index import mapped
 
-        ids = mapped(self.ids)
-        table = pa.Table.from_arrays(
-            [pa.array(np.asarray(ids[ranks[:, at]], dtype=np.int64)) for _, at in self.columns],
-            schema=pa.schema([(a, pa.int64()) for a, _ in self.columns]),
-        )
         path = os.path.join(self.directory, name)
         os.makedirs(self.directory, exist_ok=True)
-        pq.write_table(table, f"{path}.{os.getpid()}.tmp")
+        pq.write_table(_id_table(self.columns, mapped(self.ids), ranks), f"{path}.{os.getpid()}.tmp")
         os.replace(f"{path}.{os.getpid()}.tmp", path)
 
 
