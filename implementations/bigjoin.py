@@ -305,12 +305,17 @@ class BiGJoin(Implementation):
         seeds the level-1 queue from the index keys) and carries every level after it, one window of
         each worker's queue per level. Returns the count, the counters and a sample of matches."""
         m, workers = self.plan.m, self.ctx.workers
-        batches = self.batches_class(m, workers, {j: self.memory.proposals(j) for j in range(m)})
+        listing = self._listing is not None and self._listing.sink is not None
+        # Kept, so that the record's B' per level is the one the run used.
+        self.memory = memory = self.memory.counting_last(
+            self.dataflow_class.counts_last and self.plan.last_from_one_list and not listing
+        )
+        batches = self.batches_class(m, workers, {j: memory.proposals(j) for j in range(m)})
 
         def job(level: int, common: dict) -> DataflowJob:
             levels = range(max(level, 1), m)
             return self.dataflow_class(
-                budget=self.memory,
+                budget=memory,
                 first=level,
                 queues={j: batches.queues[j] for j in levels},
                 consumed={j: batches.consumed[j] for j in levels},

@@ -84,6 +84,7 @@ def _anti_of(plan: ExtensionPlan, level: int) -> set[tuple[int, int]]:
 @dataclass(kw_only=True)
 class CarryJob(DataflowJob):
     carry: CarryPlan
+    counts_last = False  # a carried last level is narrowed by the carry kernels, which hold its values
 
     def level_hops(self, level: int) -> int:
         """A carried level's items start at the owner of their first extra relation, so they need

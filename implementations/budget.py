@@ -7,6 +7,9 @@ What a batch at level j holds in flight at the worker that proposes it, at most:
                              it becomes if every relation agrees: (j + 1) + 3 int32s.
 A window takes queued prefixes until those bytes reach the budget, so a batch never holds more; B'
 of level j is the budget over the bytes of one proposal (what a window of a single long list takes).
+A last level read from one list and nothing else (`counts_last_where_proposed`: a 3-star's or a 4-path's
+last vertex) counts each list's length where it is proposed and holds no proposal: its window is
+bounded by its prefixes alone.
 `--batch` pins B' instead, the same at every level, and the window then counts proposals only."""
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ MIN_BUDGET = 16 << 20
 # the index share plus such a batch is the paper's promise to keep (issue 39).
 MIN_CAPPED_BUDGET = 1 << 20
 MAX_BUDGET = 4 << 30
+UNBOUNDED = 1 << 62  # B' of a level whose proposals take no memory
 # The share of a worker's memory the default budget takes: in-flight data is also copied into the
 # outgoing blobs and through the JVM's Arrow buffers, and the index and the interpreter need the rest.
 WORKER_MEMORY_SHARE = 4
@@ -41,20 +45,27 @@ class Budget:
     batch: int | None
     m: int  # attributes of the query
     source: str  # how it was chosen, for the record
+    counted_last: bool = False  # the last level's proposals are counted, never held
+
+    def counting_last(self, counted: bool) -> Budget:
+        return Budget(self.bytes, self.batch, self.m, self.source, counted)
 
     def row_bytes(self, level: int) -> int:
         """In-flight bytes of one prefix of a level-`level` window, whatever its proposals."""
         return INT * ((level + 3) + (level + 2))
 
     def proposal_bytes(self, level: int) -> int:
-        return INT * (1 + (0 if level + 1 == self.m else level + 4))
+        if level + 1 == self.m:
+            return 0 if self.counted_last else INT
+        return INT * (1 + level + 4)
 
     def proposals(self, level: int) -> int:
         """B' of `level`: the most proposals one worker makes in one batch."""
         if self.batch is not None:
             return self.batch
         assert self.bytes is not None
-        return max(1, self.bytes // self.proposal_bytes(level))
+        per = self.proposal_bytes(level)
+        return max(1, self.bytes // per) if per else UNBOUNDED
 
     def share(self, parts: int) -> Budget:
         """One of `parts` equal shares (extensions that run side by side in one job)."""
@@ -62,7 +73,7 @@ class Budget:
             return self
         bytes_ = None if self.bytes is None else max(1, self.bytes // parts)
         batch = None if self.batch is None else max(1, self.batch // parts)
-        return Budget(bytes_, batch, self.m, f"{self.source}, one of {parts} shares")
+        return Budget(bytes_, batch, self.m, f"{self.source}, one of {parts} shares", self.counted_last)
 
     def describe(self) -> dict:
         levels = range(1, self.m)
@@ -70,7 +81,8 @@ class Budget:
             "memory_budget_bytes": self.bytes,
             "memory_budget": human(self.bytes) if self.bytes is not None else None,
             "budget_source": self.source,
-            "batch_per_level": {f"L{j}": self.proposals(j) for j in levels},
+            # None: a last level counted where it is proposed, bounded by its prefixes, not by B'
+            "batch_per_level": {f"L{j}": (None if self.proposal_bytes(j) == 0 else self.proposals(j)) for j in levels},
         }
 
 

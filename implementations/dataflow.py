@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 
@@ -93,6 +94,9 @@ def full_mask(plan: ExtensionPlan, level: int) -> int:
 @dataclass(kw_only=True)
 class DataflowJob:
     """Everything the tasks of one Spark job need (pickled into them)."""
+
+    # Whether its last level, read from one list, is counted where it is proposed (`propose_local`).
+    counts_last: ClassVar[bool] = True
 
     index_root: str
     workers: int
@@ -594,7 +598,7 @@ def _fit(
     take[:whole] = avail[:whole]
     used = int(spent[whole - 1]) if whole else 0
     if whole < len(avail) and avail[whole] > 0:  # part of the next row's list
-        part = (room - used - per_row) // per_value
+        part = (room - used - per_row) // per_value if per_value else 0  # free values: the row's own bytes did not fit
         if cut_whole and (whole > 0 or not first):
             part = 0
         elif cut_whole:

@@ -37,6 +37,7 @@ from .extension_kernels import (
     _signed,
     _slot_bounds,
     admissible,
+    count_differing,
     list_ranges,
     narrow,
     unchanged,
@@ -495,6 +496,36 @@ def level_filtered(plan, level):
 
 
 @njit(cache=True)
+def level_bounded(plan, level):
+    """Whether a level's only per-value test is `differ` (no self-loop, no label): a prefix done there
+    is counted from its list's length, less the values it must differ from that the list holds."""
+    return not plan.loop[level] and plan.label[level] < 0
+
+
+@njit(cache=True)
+def _count_static(lists, kind, k, lo, hi, first, last, level, prefix, i, differ):
+    """How many of positions [first, last) of key k's static list within [lo, hi] (a BOTH list: its
+    reverse part, then its forward part) prefix i may take at `level` (`count_differing`)."""
+    ra, rb, fa, fb = _static_ranges(lists, kind, k, lo, hi)
+    below = rb - ra
+    kept = count_differing(lists.reverse, ra + min(first, below), ra + min(last, below), level, prefix, i, differ)
+    a, b = min(max(0, first - below), fb - fa), min(max(0, last - below), fb - fa)
+    return kept + count_differing(lists.forward, fa + a, fa + b, level, prefix, i, differ)
+
+
+@njit(cache=True)
+def _proposal_room(ix, plan, level, first, last, keep_done, bounded):
+    """Room for the values a propose call writes: every proposal, except at a last level read from one
+    static list, where a prefix's values are written only while the sample (`keep_done`) is not full
+    and the rest are counted where they are proposed (`_count_static`)."""
+    total = max(0, (last - first).sum())
+    one_list = level + 1 == plan.rel_count.shape[0] and plan.rel_count[level] == 1 and plan.anti_count[level] == 0
+    if not (one_list and bounded and len(ix.changes.slots) == 0) or len(last) == 0:
+        return total
+    return min(total, keep_done + max(0, (last - first).max()))
+
+
+@njit(cache=True)
 def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done, blocks):
     """Propose, then Intersect with every pending relation this worker owns, in one pass per queued
     prefix (its row: the prefix, at column level+1 its smallest relation): positions [first, last) of that list, narrowed by the local relations straight
@@ -517,9 +548,10 @@ def _propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep
     n = prefix.shape[0]
     mask = np.empty(n, dtype=np.int32)
     lengths = np.zeros(n, dtype=np.int32)
-    out = np.empty(max(0, (last - first).sum()), dtype=np.int32)
-    work = np.zeros(2, dtype=np.int64)
     filtered = level_filtered(plan, level)
+    bounded = level_bounded(plan, level)
+    out = np.empty(_proposal_room(ix, plan, level, first, last, keep_done, bounded), dtype=np.int32)
+    work = np.zeros(2, dtype=np.int64)
     rel_count, rel_pos, rel_kind, rel_view = plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view
     if look is None:
         look_total, look_pos, look_kind = rel_count, rel_pos, rel_kind
@@ -546,6 +578,10 @@ def _propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep
         mask[i] = pending & ~local
         proposals += last[i] - first[i]
         store = mask[i] != 0 or stored_done < keep_done
+        if not store and local == 0 and (bounded or not filtered) and unchanged(ix, k):
+            # A done prefix that is only counted needs no value written: its list's length is its count.
+            counted += _count_static(ix.lists, kind, k, lo, hi, first[i], last[i], level, prefix, i, plan.differ)
+            continue
         if not filtered and kind != BOTH and unchanged(ix, k):  # straight from the index
             values = ix.lists.forward if kind == FORWARD else ix.lists.reverse
             a, b = _part(ix.lists, 0 if kind == FORWARD else 1, values, k, lo, hi)
@@ -557,8 +593,8 @@ def _propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep
                 )  # fmt: skip
             else:
                 kept, tested = max(0, b - a), 0
-                for t in range(kept):
-                    out[w + t] = values[a + t]
+                if store:
+                    out[w : w + kept] = values[a : a + kept]
         else:
             kept, tested = _propose_general(
                 ix, plan, look, loops, level, prefix, i, r, first[i], last[i], local, lo, hi, filtered, out, w, store, work

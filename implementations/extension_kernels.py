@@ -208,6 +208,22 @@ def admissible(c, prefix, i, level, differ, need_loop, loops):
 
 
 @njit(cache=True)
+def count_differing(values, a, b, level, prefix, i, differ):
+    """How many of values[a:b] prefix i may take at `level`: all of them less each distinct value of
+    the prefix that they must differ from and that is among them (a bound search each)."""
+    n = b - a
+    for q in range(level):
+        if not differ[level, q]:
+            continue
+        seen = False
+        for p in range(q):
+            seen = seen or (differ[level, p] and prefix[i, p] == prefix[i, q])
+        if not seen and contains(values, a, b, prefix[i, q]):
+            n -= 1
+    return max(0, n)
+
+
+@njit(cache=True)
 def _keep(c, out, w, prefix, i, level, differ, need_loop, loops):
     if admissible(c, prefix, i, level, differ, need_loop, loops):
         out[w] = c

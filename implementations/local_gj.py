@@ -22,7 +22,7 @@ from .base import Implementation, Listed, Outcome, RunCancelled
 from .constants import INT32_MAX
 from .csr import build_csr, contains, dense_vertices, difference, intersect, vertex_ranks
 from .csr import lower_bound as _lower_bound
-from .extension_kernels import admissible, value_bounds
+from .extension_kernels import admissible, count_differing, value_bounds
 from .plan import ExtensionPlan
 
 
@@ -227,6 +227,16 @@ def _less_anti(nj, last, vals, flat, row, offsets, anti_pos, anti_kind, anti_ext
 
 
 @njit(cache=True, nogil=True)
+def _count_bounded(src, lo, hi, ceiling, nj, prefix, differ):
+    """How many of a last level's candidates src[lo:hi) pass its `below` and `differ` tests, without
+    visiting them: those up to the ceiling (a bound search), less the values it must differ from that
+    are among them (`count_differing`), so a 4-path's last level costs O(log) and not its list."""
+    if ceiling < INT32_MAX:
+        hi = _lower_bound(src, lo, hi, ceiling + 1)
+    return count_differing(src, lo, hi, nj, prefix, 0, differ)
+
+
+@njit(cache=True, nogil=True)
 def _list_from(t, r, vals, flat, row, offsets, pos, kind_of, floor):
     """[lo, hi) in flat of level t's relation (or anti-relation) r's list, from the first value >= floor."""
     kind, key = kind_of[t, r], vals[pos[t, r]]
@@ -295,6 +305,12 @@ def generic_join(
     # (a level's label says nothing of the next's), and a labelled last level is listed, not counted.
     if label is not None:
         checked = checked | (label >= 0)
+    # A last level whose only per-value tests are `below` and `differ` is still counted (_count_bounded).
+    bounded_last = checked[m - 1] and not loop[m - 1]
+    if anti_count is not None:
+        bounded_last = bounded_last and not no_loop[m - 1]
+    if label is not None:
+        bounded_last = bounded_last and label[m - 1] < 0
     # Flat views made once: a row view per intersection would cost reference counting per call.
     flat, row = values.reshape(values.size), values.shape[1]  # index kind's lists start at kind * row
     cand, width = buf.reshape(buf.size), buf.shape[1]  # level j's buffer starts at j * width
@@ -307,7 +323,6 @@ def generic_join(
     in_buf = np.zeros(m, dtype=np.bool_)  # level j's candidates: cand[begin:end] if set, else flat[begin:end]
     order = np.zeros(rel_pos.shape[1], dtype=np.int64)
     sizes = np.zeros(rel_pos.shape[1], dtype=np.int64)
-    listing = limit > 0
     count = 0
     j = 0
     pos[0], end[0] = first_lo, first_hi
@@ -376,7 +391,12 @@ def generic_join(
             hi = kind * row + offsets[kind, key + 1]
             lo = hi - sizes[0]
             first = 1
-        last = nj == m - 1 and not listing and not checked[nj]
+        # Matches are listed only until the first `limit` are written (Shares' sample, --limit); after
+        # that the last level is counted again.
+        listing = found_before + count < limit
+        last = nj == m - 1 and not listing and (bounded_last or not checked[nj])
+        # Only an unchecked last level may stop at a count; a bounded one needs its candidates listed.
+        counted = last and not checked[nj]
         k_anti = 0
         if anti_count is not None:
             k_anti = anti_extra_count[nj]
@@ -386,18 +406,36 @@ def generic_join(
             r = order[e]
             kind, key = rel_kind[nj, r], vals[rel_pos[nj, r]]
             b_hi = kind * row + offsets[kind, key + 1]
-            store = not (last and e == k_extra - 1 and k_anti == 0)
+            store = not (counted and e == k_extra - 1 and k_anti == 0)
             found = intersect(cand if from_buf else flat, lo, hi, flat, b_hi - sizes[e], b_hi, cand, nj * width, store, work)
             from_buf, lo, hi = True, nj * width, nj * width + found
             if not store:
                 break
         if anti_count is not None and k_anti:
             from_buf, lo, hi = _less_anti(
-                nj, last, vals, flat, row, offsets, anti_pos, anti_kind, anti_extra, k_anti, cand, width, from_buf, lo, hi, work
+                nj,
+                counted,
+                vals,
+                flat,
+                row,
+                offsets,
+                anti_pos,
+                anti_kind,
+                anti_extra,
+                k_anti,
+                cand,
+                width,
+                from_buf,
+                lo,
+                hi,
+                work,
             )
         if last:
-            count += max(0, hi - lo)
-            work[0] += max(0, hi - lo)
+            found = max(0, hi - lo)
+            if checked[nj]:
+                found = _count_bounded(cand if from_buf else flat, lo, hi, ceiling[nj], nj, prefix, differ)
+            count += found
+            work[0] += found
             pos[j] += 1
             continue
         in_buf[nj], begin[nj], pos[nj], end[nj] = from_buf, lo, lo, hi

@@ -137,6 +137,13 @@ class ExtensionPlan:
             self.anti_count, self.anti_pos, self.anti_kind, self.anti_view, self.label, self.vertex_label,
         )  # fmt: skip
 
+    @property
+    def last_from_one_list(self) -> bool:
+        """Whether the last attribute is read from one list and tested only by `differ` and order:
+        the dataflow counts it where it is proposed (`dataflow_kernels._count_static`)."""
+        j = self.m - 1
+        return j >= 1 and self.rel_count[j] == 1 and self.anti_count[j] == 0 and not self.loop[j] and self.label[j] < 0
+
     def rank_labels(self, ids: np.ndarray, vertices: np.ndarray, labels: np.ndarray) -> None:
         """`vertex_label` from the index's rank -> vertex id map and the label table (vertices sorted)."""
         if len(vertices) == 0:
