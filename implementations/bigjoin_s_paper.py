@@ -391,6 +391,8 @@ class _BalancedStage(StageBase):
             )
             if no_loop(plan, j):
                 keep &= ~np.isin(state.value, self.index.loops)
+            if plan.label[j] >= 0:  # a labelled position: resolved values without its label go before any lookup
+                keep &= plan.vertex_label[state.value] == plan.label[j]
             state.keep(keep)
         elif lookup.operator == Operator.INTERSECT:
             state.keep(answer.astype(bool))
@@ -421,6 +423,7 @@ class _BalancedStage(StageBase):
             keys = keys[np.isin(keys, self.index.loops)]
         if no_loop(plan, 0):
             keys = keys[~np.isin(keys, self.index.loops)]
+        keys = plan.labelled(0, keys)
         self.add("held_prefixes", len(keys))
         state = Requests(new_prefix=keys.reshape(-1, 1).astype(np.int32))
         relations = int(plan.rel_count[1])
@@ -529,6 +532,9 @@ class BiGJoinSPaper(BiGJoin):
     params = LEVEL_PARAMS
     anti_edges = True  # an anti-pair is an Anti lookup beside Intersect: the edges it names drop the candidates
     anti_loops = True  # a directed `!a-a` filters the resolved candidates against the self-loops (`no_loop`)
+    # A labelled position keeps the resolved values with its label (`_apply`), the seeds too; the ranks'
+    # labels come from BiGJoin's prepare (the balanced index keeps the partitioned index's ranks).
+    vertex_labels = True
 
     def prepare(self) -> None:
         super().prepare()  # the key-partitioned index, shared with bigjoin; ours is derived from it

@@ -136,6 +136,7 @@ class DeltaFlow(DataflowJob):
         chosen = (diff == self.sign) & ((kind == 0) | self.undirected)
         x, y = key[chosen].astype(np.int32).reshape(-1, 1), value[chosen].astype(np.int32)
         keep = filter_candidates(1, x, np.arange(len(x)), y, plan.above, plan.below, plan.differ, False, worker.loops)
+        keep &= _labelled_seeds(plan, x[:, 0], y)
         x, y = x[keep, 0], np.ascontiguousarray(y[keep])
         worker.add(1, "proposals", len(y))
         rows = np.empty((len(x), 3), np.int32)
@@ -163,6 +164,7 @@ class DeltaFlow(DataflowJob):
         keep = filter_candidates(
             1, x.reshape(-1, 1), np.arange(len(x)), y, plan.above, plan.below, plan.differ, False, worker.loops
         )
+        keep &= _labelled_seeds(plan, x, y)
         x, y, side = x[keep], y[keep], side[keep]
         worker.add(1, "proposals", int((side == 0).sum()))  # each seed once
         degrees = versioned_index.base_degrees(self.index_root, self.degree_base, self.workers)
@@ -176,12 +178,24 @@ class DeltaFlow(DataflowJob):
             target.prefixes(1, rows)
 
 
+def _labelled_seeds(plan: ExtensionPlan, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Which seeds (x at position 0, y at position 1) carry the labels those positions require."""
+    keep = np.ones(len(x), dtype=bool)
+    for values, position in ((x, 0), (y, 1)):
+        if plan.label[position] >= 0:
+            keep &= plan.vertex_label[values] == plan.label[position]
+    return keep
+
+
 class DeltaBiGJoin(BiGJoin):
     name = "delta-bigjoin"
     kernels = frozenset({"dataflow", "one-level"})
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
     maintains_updates = True
     anti_edges = True
+    # Labels filter the seeds at their two positions (`_labelled_seeds`) and every later level's
+    # proposals, as in BiGJoin; the versioned index ranks every vertex the updates mention up front.
+    vertex_labels = True
     writes_matches = False  # counts kept current under updates; a listing of one state is not what it is for
     dataflow_class = DeltaFlow  # count() of the initial graph: BiGJoin's dataflow on the current view
     params = BiGJoin.params[:2] + (  # --memory-budget, --batch
@@ -244,6 +258,9 @@ class DeltaBiGJoin(BiGJoin):
         self.index_reused = False
         self.memory = self.choose_budget()
         self.plan_deltas()
+        if ctx.spec.query.labels:
+            for plan in (self.plan, *self.delta_plans):
+                plan.rank_labels(self.index.ids, *ctx.graph.label_arrays())
 
     def plan_deltas(self) -> None:
         """One delta query per query edge and per anti pair, each with the attribute order that starts

@@ -41,7 +41,7 @@ class SharedRun:
 def level_key(plan: ExtensionPlan, level: int) -> bytes:
     """Everything the plan says about levels 1..`level` (with the seeds' constraints at level 1)."""
     rows = slice(0, level + 1)
-    relations = (plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view, plan.loop)
+    relations = (plan.rel_count, plan.rel_pos, plan.rel_kind, plan.rel_view, plan.loop, plan.label)
     anti = (plan.anti_count, plan.anti_pos, plan.anti_kind, plan.anti_view)
     arrays = tuple(a[rows] for a in relations + anti)
     square = (plan.above[rows, rows], plan.below[rows, rows], plan.differ[rows, rows])
