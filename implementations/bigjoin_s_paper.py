@@ -391,8 +391,7 @@ class _BalancedStage(StageBase):
             )
             if no_loop(plan, j):
                 keep &= ~np.isin(state.value, self.index.loops)
-            if plan.label[j] >= 0:  # a labelled position: resolved values without its label go before any lookup
-                keep &= plan.vertex_label[state.value] == plan.label[j]
+            keep &= plan.carries_label(j, state.value)  # before any lookup
             state.keep(keep)
         elif lookup.operator == Operator.INTERSECT:
             state.keep(answer.astype(bool))

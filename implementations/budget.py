@@ -7,8 +7,8 @@ What a batch at level j holds in flight at the worker that proposes it, at most:
                              it becomes if every relation agrees: (j + 1) + 3 int32s.
 A window takes queued prefixes until those bytes reach the budget, so a batch never holds more; B'
 of level j is the budget over the bytes of one proposal (what a window of a single long list takes).
-A last level read from one list and nothing else (`counts_last_where_proposed`: a 3-star's or a 4-path's
-last vertex) counts each list's length where it is proposed and holds no proposal: its window is
+A last level read from one list and nothing else (`ExtensionPlan.last_from_one_list`, where the job's
+`counts_last` allows it: a 3-star's or a 4-path's last vertex) counts each list's length where it is proposed and holds no proposal: its window is
 bounded by its prefixes alone.
 `--batch` pins B' instead, the same at every level, and the window then counts proposals only."""
 

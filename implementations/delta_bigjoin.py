@@ -136,7 +136,7 @@ class DeltaFlow(DataflowJob):
         chosen = (diff == self.sign) & ((kind == 0) | self.undirected)
         x, y = key[chosen].astype(np.int32).reshape(-1, 1), value[chosen].astype(np.int32)
         keep = filter_candidates(1, x, np.arange(len(x)), y, plan.above, plan.below, plan.differ, False, worker.loops)
-        keep &= _labelled_seeds(plan, x[:, 0], y)
+        keep &= plan.carries_label(0, x[:, 0]) & plan.carries_label(1, y)
         x, y = x[keep, 0], np.ascontiguousarray(y[keep])
         worker.add(1, "proposals", len(y))
         rows = np.empty((len(x), 3), np.int32)
@@ -164,7 +164,7 @@ class DeltaFlow(DataflowJob):
         keep = filter_candidates(
             1, x.reshape(-1, 1), np.arange(len(x)), y, plan.above, plan.below, plan.differ, False, worker.loops
         )
-        keep &= _labelled_seeds(plan, x, y)
+        keep &= plan.carries_label(0, x) & plan.carries_label(1, y)
         x, y, side = x[keep], y[keep], side[keep]
         worker.add(1, "proposals", int((side == 0).sum()))  # each seed once
         degrees = versioned_index.base_degrees(self.index_root, self.degree_base, self.workers)
@@ -178,22 +178,13 @@ class DeltaFlow(DataflowJob):
             target.prefixes(1, rows)
 
 
-def _labelled_seeds(plan: ExtensionPlan, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Which seeds (x at position 0, y at position 1) carry the labels those positions require."""
-    keep = np.ones(len(x), dtype=bool)
-    for values, position in ((x, 0), (y, 1)):
-        if plan.label[position] >= 0:
-            keep &= plan.vertex_label[values] == plan.label[position]
-    return keep
-
-
 class DeltaBiGJoin(BiGJoin):
     name = "delta-bigjoin"
     kernels = frozenset({"dataflow", "one-level"})
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
     maintains_updates = True
     anti_edges = True
-    # Labels filter the seeds at their two positions (`_labelled_seeds`) and every later level's
+    # Labels filter the seeds at their two positions (`ExtensionPlan.carries_label`) and every later level's
     # proposals, as in BiGJoin; the versioned index ranks every vertex the updates mention up front.
     vertex_labels = True
     writes_matches = False  # counts kept current under updates; a listing of one state is not what it is for

@@ -305,12 +305,13 @@ def generic_join(
     # (a level's label says nothing of the next's), and a labelled last level is listed, not counted.
     if label is not None:
         checked = checked | (label >= 0)
-    # A last level whose only per-value tests are `below` and `differ` is still counted (_count_bounded).
-    bounded_last = checked[m - 1] and not loop[m - 1]
+    # The last level is counted unless it tests a self-loop or a label; its `below` and `differ` tests
+    # are counted by bound searches (_count_bounded).
+    countable_last = not loop[m - 1]
     if anti_count is not None:
-        bounded_last = bounded_last and not no_loop[m - 1]
+        countable_last = countable_last and not no_loop[m - 1]
     if label is not None:
-        bounded_last = bounded_last and label[m - 1] < 0
+        countable_last = countable_last and label[m - 1] < 0
     # Flat views made once: a row view per intersection would cost reference counting per call.
     flat, row = values.reshape(values.size), values.shape[1]  # index kind's lists start at kind * row
     cand, width = buf.reshape(buf.size), buf.shape[1]  # level j's buffer starts at j * width
@@ -394,7 +395,7 @@ def generic_join(
         # Matches are listed only until the first `limit` are written (Shares' sample, --limit); after
         # that the last level is counted again.
         listing = found_before + count < limit
-        last = nj == m - 1 and not listing and (bounded_last or not checked[nj])
+        last = nj == m - 1 and not listing and countable_last
         # Only an unchecked last level may stop at a count; a bounded one needs its candidates listed.
         counted = last and not checked[nj]
         k_anti = 0

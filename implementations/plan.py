@@ -152,11 +152,17 @@ class ExtensionPlan:
         at = np.minimum(np.searchsorted(vertices, ids), len(vertices) - 1)
         self.vertex_label = np.where(vertices[at] == ids, labels[at], -1).astype(np.int64)
 
+    def carries_label(self, level: int, ranks: np.ndarray) -> np.ndarray:
+        """Which ranks carry the label position `level` requires (all of them if it requires none)."""
+        if self.label[level] < 0:
+            return np.ones(len(ranks), dtype=bool)
+        return self.vertex_label[ranks] == self.label[level]
+
     def labelled(self, level: int, ranks: np.ndarray) -> np.ndarray:
         """The ranks that carry the label position `level` requires (all of them if it requires none)."""
         if self.label[level] < 0:
             return ranks
-        return ranks[self.vertex_label[ranks] == self.label[level]]
+        return ranks[self.carries_label(level, ranks)]
 
     def require_connected_order(self, spec: JoinSpec) -> None:
         """Dataflow joins extend prefixes through relations: every position after the first needs one."""
