@@ -15,7 +15,7 @@ PAIRED ?= 1
 MICRO := $(PY) -m pytest -q -p no:cacheprovider tests/benchmarks --benchmark-enable --benchmark-only \
          --benchmark-storage=results/baselines/micro --benchmark-sort=name
 
-.PHONY: lint ruff bench test test-thorough test-cluster gate baseline report history java venv clean-cache cluster-up cluster-down
+.PHONY: lint ruff bench test test-thorough test-cluster gate micro baseline report history java venv clean-cache cluster-up cluster-down
 
 java:
 	@$(PYTHON) harness/check_java.py
@@ -72,6 +72,10 @@ gate: java $(STAMP)
 	$(PY) -m harness gate $(if $(filter 0,$(PAIRED)),--unpaired,--paired) $(if $(GATE_TIMING),--timing $(GATE_TIMING),) $(MASTER_FLAG)
 	@echo "micro-benchmarks: against the saved run in results/baselines/micro, unpaired: $(if $(filter binding,$(GATE_TIMING)),binding (GATE_TIMING=binding),advisory, never failing)"
 	$(MICRO) --benchmark-compare $(if $(filter binding,$(GATE_TIMING)),--benchmark-compare-fail=median:25%,)
+
+# The micro-benchmarks alone (K=expression selects some, as pytest -k), compared with the saved run.
+micro: java $(STAMP)
+	$(MICRO) $(if $(K),-k "$(K)",) --benchmark-compare
 
 # Record both baselines from a clean tree (the harness refuses a dirty one).
 baseline: java $(STAMP)

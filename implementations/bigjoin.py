@@ -126,7 +126,7 @@ class BiGJoin(Implementation):
     )
     _sample: np.ndarray | None  # the matches a count kept; None once the graph has changed
     _listing: _Listing | None = None  # set while write_matches runs
-    writes_matches = True  # the last level's matches, written by the tasks that find them (not bigjoin-s-paper, delta-bigjoin)
+    writes_matches = True  # the last level's matches, written by the tasks that find them (not delta-bigjoin)
 
     def __init_subclass__(cls, **kwargs):
         """A variant counts labelled patterns only if it says so: its own kernels may not filter them."""

@@ -447,7 +447,11 @@ class _BalancedStage(StageBase):
     def _count_matches(self, state: Requests) -> None:
         n = len(state.value)
         self.add("counted", n)
-        if self.job.match_limit and n:
+        if self.job.sink is not None:
+            take = min(n, self.sink_room())
+            if take:
+                self.listed.append(np.column_stack([state.prefix[state.item[:take]], state.value[:take]]))
+        elif self.job.match_limit and n:
             take = min(n, self.job.match_limit)
             rows = np.column_stack([state.prefix[state.item[:take]], state.value[:take]])
             self.matches.append(rows.astype(np.int32))
@@ -526,7 +530,7 @@ class BiGJoinSPaper(BiGJoin):
     kernels = frozenset({"dataflow", "one-level"})
     description = "BiGJoin-S as published: lookups travel to balanced indices, prefixes stay, then Balance"
     job_class = BalancedJob
-    writes_matches = False  # its one-level jobs (prefix_extension) sample matches for the driver; they write none
+    writes_matches = True  # the last level's resolved candidates, written by the tasks that resolve them
     batches_class = AllWorkersFull
     params = LEVEL_PARAMS
     anti_edges = True  # an anti-pair is an Anti lookup beside Intersect: the edges it names drop the candidates

@@ -519,6 +519,44 @@ FIRST_RATE_LIMITED = 1e4  # with a limit, a first slice a hundredth of that (sli
 LIST_ROWS = 1 << 16  # write_matches: the matches one slice lists before the buffer grows
 
 
+def list_by_slice(kernel, slices, m: int, limit: int | None, write, work: np.ndarray) -> tuple[int, float | None]:
+    """Lists matches slice by slice. `kernel(lo, hi, out, work)` counts the matches whose first value
+    lies in [lo, hi) and lists the first len(out) of them into `out`; a slice that finds more than the
+    buffer holds runs again into one that holds them (that rerun's work kept apart). Each slice's
+    matches go to `write` (None: counted only, into a buffer of no rows). Stops after the slice that
+    reaches `limit` (None: runs every slice). Returns the count (at most the limit) and the seconds to
+    the end of the first slice that found a match."""
+    spare = np.zeros_like(work)
+    out = np.zeros((LIST_ROWS if write is not None else 0, m), dtype=np.int64)
+    started, first_match_s, count = time.perf_counter(), None, 0
+    for lo, hi in slices:
+        found = kernel(lo, hi, out, work)
+        if write is not None and found > len(out):
+            out = np.zeros((found, m), dtype=np.int64)
+            kernel(lo, hi, out, spare)
+        take = found if limit is None else min(found, limit - count)
+        if write is not None and take:
+            write(out[:take])
+        count += take
+        if first_match_s is None and count:
+            first_match_s = time.perf_counter() - started
+        if limit is not None and count >= limit:
+            break
+    return count, first_match_s
+
+
+def work_slices(degree: np.ndarray, first_work: float) -> Iterator[tuple[int, int]]:
+    """Slices [lo, hi) of first-position vertices by estimated work (1 + degree² a vertex), the first
+    about `first_work`, each next one 4x the last: a limited listing stops soon after its first
+    matches, and an unlimited one makes few kernel calls."""
+    estimate = np.concatenate([[0.0], np.cumsum(1.0 + degree.astype(np.float64) ** 2)])
+    lo, target, n = 0, first_work, len(degree)
+    while lo < n:
+        hi = min(n, max(lo + 1, int(np.searchsorted(estimate, estimate[lo] + target, side="right")) - 1))
+        yield lo, hi
+        lo, target = hi, target * 4
+
+
 def _parquet_writer(path: str, spec) -> pq.ParquetWriter:
     os.makedirs(path, exist_ok=True)
     return pq.ParquetWriter(os.path.join(path, "part-00000.parquet"), match_files.schema(spec))
@@ -614,25 +652,20 @@ class LocalGenericJoin(Implementation):
         With a limit it stops after the slice that reaches it, and its first slice is small (slices grow
         4x each), so an existence query stops soon after its first match; first_match_s is the end of
         the first slice that found one."""
-        work, spare = np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64)
-        out = np.zeros((LIST_ROWS if path is not None else 0, self.plan.m), dtype=np.int64)
+        work = np.zeros(2, dtype=np.int64)
         self.buf = scratch(self.offsets, self.plan.m)
         writer = None if path is None else _parquet_writer(path, self.ctx.spec)
-        started, first_match_s, count = time.perf_counter(), None, 0
+
+        def kernel(lo: int, hi: int, out: np.ndarray, work: np.ndarray) -> int:
+            return self._kernel(lo, hi, len(out), out, 0, work)
+
+        def write(ranks: np.ndarray) -> None:
+            assert writer is not None
+            writer.write_table(match_files.table(self.ctx.spec, self.ids, ranks))
+
+        slices = self._slices(FIRST_RATE if limit is None else FIRST_RATE_LIMITED)
         try:
-            for lo, hi in self._slices(FIRST_RATE if limit is None else FIRST_RATE_LIMITED):
-                found = self._kernel(lo, hi, len(out), out, 0, work)
-                if writer is not None and found > len(out):  # listed in part: again, into a buffer that holds them
-                    out = np.zeros((found, self.plan.m), dtype=np.int64)
-                    self._kernel(lo, hi, found, out, 0, spare)
-                take = found if limit is None else min(found, limit - count)
-                if writer is not None and take:
-                    writer.write_table(match_files.table(self.ctx.spec, self.ids, out[:take]))
-                count += take
-                if first_match_s is None and count:
-                    first_match_s = time.perf_counter() - started
-                if limit is not None and count >= limit:
-                    break
+            count, first_match_s = list_by_slice(kernel, slices, self.plan.m, limit, None if writer is None else write, work)
         finally:
             if writer is not None:
                 writer.close()

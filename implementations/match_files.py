@@ -30,11 +30,16 @@ def table(spec: JoinSpec, ids: np.ndarray, rows: np.ndarray) -> pa.Table:
     return _id_table(columns_of(spec), ids, rows)
 
 
-def _id_table(columns: tuple[tuple[str, int], ...], ids: np.ndarray, rows: np.ndarray) -> pa.Table:
+def _id_table(columns: tuple[tuple[str, int], ...], ids: np.ndarray | None, rows: np.ndarray) -> pa.Table:
+    """ids None: the rows hold the graph's own ids already."""
     return pa.Table.from_arrays(
-        [pa.array(np.asarray(ids[rows[:, at]], dtype=np.int64)) for _, at in columns],
-        schema=pa.schema([(a, pa.int64()) for a, _ in columns]),
+        [pa.array(np.asarray(rows[:, at] if ids is None else ids[rows[:, at]], dtype=np.int64)) for _, at in columns],
+        schema=_columns_schema(columns),
     )
+
+
+def _columns_schema(columns: tuple[tuple[str, int], ...]) -> pa.Schema:
+    return pa.schema([(a, pa.int64()) for a, _ in columns])
 
 
 class MatchSink(NamedTuple):
@@ -43,22 +48,54 @@ class MatchSink(NamedTuple):
     the driver keeps the attempts whose results it received (`accepted`) and removes the others."""
 
     directory: str
-    ids: str  # a store file (.npy): original vertex id by rank
+    ids: str | None  # a store file (.npy): original vertex id by rank (None: the rows hold original ids)
     columns: tuple[tuple[str, int], ...]  # (attribute, its position in the attribute order), in the query's order
     limit: int  # the most rows one task writes (the run's limit; unlimited: every match)
 
     @classmethod
-    def of(cls, spec: JoinSpec, directory: str, ids: str, limit: int | None) -> MatchSink:
+    def of(cls, spec: JoinSpec, directory: str, ids: str | None, limit: int | None) -> MatchSink:
         return cls(directory, ids, columns_of(spec), limit or (1 << 62))
 
     def write(self, name: str, ranks: np.ndarray) -> None:
         """Rows of ranks (attribute order) as original ids in a Parquet file of their own, complete or absent."""
+        with self.part(name) as part:
+            part.append(ranks)
+
+    def part(self, name: str) -> PartFile:
+        """A Parquet file of its own, appended to batch by batch (`PartFile`)."""
         from .distributed_index import mapped
 
-        path = os.path.join(self.directory, name)
-        os.makedirs(self.directory, exist_ok=True)
-        pq.write_table(_id_table(self.columns, mapped(self.ids), ranks), f"{path}.{os.getpid()}.tmp")
-        os.replace(f"{path}.{os.getpid()}.tmp", path)
+        return PartFile(self, os.path.join(self.directory, name), None if self.ids is None else mapped(self.ids))
+
+
+class PartFile:
+    """One task's Parquet file, written under a temporary name and moved into place when the `with`
+    block ends without an error: complete or absent, and absent when no rows were appended."""
+
+    def __init__(self, sink: MatchSink, path: str, ids: np.ndarray | None):
+        self.sink, self.path, self.ids = sink, path, ids
+        self.staging = f"{path}.{os.getpid()}.tmp"
+        self.writer: pq.ParquetWriter | None = None
+        self.rows = 0
+
+    def append(self, ranks: np.ndarray) -> None:
+        if self.writer is None:
+            os.makedirs(self.sink.directory, exist_ok=True)
+            self.writer = pq.ParquetWriter(self.staging, _columns_schema(self.sink.columns))
+        self.writer.write_table(_id_table(self.sink.columns, self.ids, ranks))
+        self.rows += len(ranks)
+
+    def __enter__(self) -> PartFile:
+        return self
+
+    def __exit__(self, error_type, error, traceback) -> None:
+        if self.writer is None:
+            return
+        self.writer.close()
+        if error_type is None:
+            os.replace(self.staging, self.path)
+        else:
+            os.remove(self.staging)
 
 
 def part_name(job: int, stage: int, worker: int, attempt: int) -> str:

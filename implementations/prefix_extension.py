@@ -51,6 +51,7 @@ from .extension_kernels import (
     next_owner,
     propose_items,
 )
+from .match_files import MatchSink, part_name
 from .plan import ExtensionPlan
 
 
@@ -129,6 +130,7 @@ class ExtensionJob:
     job_id: int
     match_limit: int = 0
     group: int = 0  # the counters' group column (BiGJoin-S runs one extension per job)
+    sink: MatchSink | None = None  # write_matches: the last level's matches go to files, not to the sample
 
     @property
     def exchanges(self) -> int:
@@ -355,10 +357,16 @@ class StageBase:
         self.record[F["attempt"]] = exchange.current_attempt()
         self.stats: list[np.ndarray] = []
         self.matches: list[np.ndarray] = []
+        self.listed: list[np.ndarray] = []  # write_matches: this task's matches, at most the sink's limit
         self.signatures = warm.signatures()
 
     def add(self, name: str, value) -> None:
         self.record[F[name]] += int(value)
+
+    def sink_room(self) -> int:
+        """How many more matches this task's file takes (write_matches: at most the sink's limit)."""
+        assert self.job.sink is not None
+        return max(0, self.job.sink.limit - sum(len(r) for r in self.listed))
 
     @contextmanager
     def clock(self, name: str):
@@ -392,6 +400,12 @@ class StageBase:
         """The data blobs plus this worker's counters and matches: to itself for the next stage, or
         (after the last stage) to the driver."""
         self.add("kernels_compiled", warm.signatures() - self.signatures)
+        if self.listed:
+            job = self.job
+            assert job.sink is not None
+            with self.clock("io_us"):
+                name = part_name(job.job_id, self.stage, self.p, int(self.record[F["attempt"]]))
+                job.sink.write(name, np.concatenate(self.listed))
         self.stats.append(self.record[None, :])
         stats = np.concatenate(self.stats)
         group = self.job.group

@@ -12,6 +12,7 @@ token per cell), so the rows shipped are real shuffle records; only the per-cell
 from __future__ import annotations
 
 import math
+import shutil
 import time
 from typing import NamedTuple
 
@@ -20,18 +21,22 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from harness import store
 from harness.errors import ExecutionError
 from harness.query import in_query_order
 
-from . import exchange, hypercube, local_gj
-from .base import Implementation, Outcome
+from . import exchange, hypercube, local_gj, match_files
+from .base import Implementation, Listed, Outcome
 from .constants import BOTH, FORWARD, REVERSE
 from .csr import build_csr
 from .distributed_index import max_over_mean, rank_vertices
 from .exchange import BlobKind
+from .match_files import MatchSink, part_name
 from .plan import ExtensionPlan
 
 MATCH_SAMPLE = 5001  # matches each cell keeps during a count, so verifying small results needs no rerun
+FIRST_WORK = 1e6  # a listing cell's first slice, in units of estimated work (1 + degree² a vertex)
+FIRST_WORK_LIMITED = 1e3  # with a limit: a small first slice, so a cell stops soon after N
 _ARRANGEMENT = "shares:ranked-edges"
 
 
@@ -41,6 +46,7 @@ class Shares(Implementation):
     anti_edges = True
     vertex_labels = True  # each shipped relation is semi-joined with its attributes' labelled vertices before the shuffle
     description = "Shares/HyperCube: optimal integer shares, one shuffle, local Generic Join per cell"
+    writes_matches = True  # each cell writes the matches it lists, from its task (Parquet, slice by slice)
 
     def prepare(self) -> None:
         spec = self.ctx.spec
@@ -56,7 +62,7 @@ class Shares(Implementation):
         sizes = self.layout.sizes(edge_rows, loop_rows) if self.labels is None else self._labelled_sizes()
         self.relations = self.layout.relations(spec.attribute_order, sizes)
         self.allocation = hypercube.allocate(spec.attribute_order, self.relations, self.ctx.workers)
-        self._sample: tuple[int, list[tuple]] | None = None
+        self._sample: tuple[int, list[CellResult]] | None = None
         self._python_us = np.zeros(3, np.int64)
 
     def _rank_edges(self) -> tuple[DataFrame, np.ndarray | None, int, int]:
@@ -167,9 +173,9 @@ class Shares(Implementation):
             F.col(late[1]).cast("long").alias("late"),
         )
 
-    def _run(self, limit: int) -> list[tuple]:
-        """Ship, join in every cell, and return each cell's
-        (cell, count, vertices, join seconds, tuples received per relation, work, matches)."""
+    def _run(self, limit: int, listing: CellListing | None = None) -> list[CellResult]:
+        """Ship, join in every cell, and return each cell's result: its count and a sample of up to
+        `limit` matches, or (`listing`) the matches it listed and wrote."""
         cells = self.allocation.cells
         tokens = exchange.routing_tokens(self.ctx.spark, cells)
         edges, parts = self.edges, []
@@ -186,30 +192,70 @@ class Shares(Implementation):
             shipped = shipped.unionByName(part)
         rows = (
             shipped.repartition(cells, "token")
-            .mapInArrow(_cell_join(self.plan, self.layout, limit, tokens), exchange.SCHEMA)
+            .mapInArrow(_cell_join(self.plan, self.layout, limit, tokens, listing), exchange.SCHEMA)
             .collect()
         )
         empty = np.zeros(len(self.relations), np.int64), np.zeros(2, np.int64), np.zeros((0, self.plan.m), np.int64)
-        result = {c: (c, 0, 0, 0.0, *empty) for c in range(cells)}  # a task may skip an empty partition
+        result = {c: CellResult(c, 0, 0, 0.0, *empty, -1) for c in range(cells)}  # a task may skip an empty partition
         self._python_us = np.zeros(3, np.int64)  # kernel (build + join), unpack, reading the shuffle
         for row in rows:
-            _, cell, (count, vertices, join_us, build_us, unpack_us, read_us), (received, work, matches) = exchange.unpack(
-                row.payload
+            _, cell, meta, (received, work, matches) = exchange.unpack(row.payload)
+            m = CellMeta(*meta)
+            result[cell] = CellResult(
+                cell, m.found, m.vertices, m.join_us / 1e6, received, work, matches.reshape(-1, self.plan.m), m.attempt
             )
-            result[cell] = (cell, count, vertices, join_us / 1e6, received, work, matches.reshape(-1, self.plan.m))
-            self._python_us += (join_us + build_us, unpack_us, read_us)
+            self._python_us += (m.join_us + m.build_us, m.unpack_us, m.read_us)
         return [result[c] for c in range(cells)]
 
     # ---- the interface --------------------------------------------------------------------------
 
     def count(self) -> Outcome:
         cells = self._run(MATCH_SAMPLE)
-        total = sum(c[1] for c in cells)
-        self._sample = (total, cells)
+        self._sample = (sum(c.found for c in cells), cells)
+        return self._outcome(cells)
+
+    def write_matches(self, path: str | None, limit: int | None) -> Listed:
+        """One shuffle as for a count; each cell then lists its matches slice by slice and its task
+        writes them (original ids) into a Parquet file of its own in `path`; the driver keeps the files
+        of the attempts whose results it received. A limit stops each cell after its slice that reaches
+        it (the shuffle still ships everything, as Shares has one round), and the last file is cut to it
+        by Spark. first_match_s is the end of the one Spark job: the driver learns of matches no sooner."""
+        run_ids = None
+        sink = None
+        if path is not None:
+            ids_file = None  # directed: the cells ship the graph's own ids
+            if self.ids is not None:
+                run_ids = store.new_scratch("ids")
+                ids_file = str(run_ids / "ids.npy")
+                store.save_to_store(ids_file, self.ids)
+            sink = MatchSink.of(self.ctx.spec, path, ids_file, limit)
+        started = time.perf_counter()
+        try:
+            cells = self._run(0, CellListing(sink, limit))
+        finally:
+            if run_ids is not None:
+                shutil.rmtree(run_ids, ignore_errors=True)
+        took = time.perf_counter() - started
+        found = sum(c.found for c in cells)
+        if path is not None:
+            match_files.keep_accepted(path, {part_name(0, 0, c.cell, c.attempt) for c in cells if c.attempt >= 0})
+            if limit is not None:
+                match_files.trim(self.ctx.spark, path, limit)
+        outcome = self._outcome(cells)
+        return Listed(
+            found if limit is None else min(limit, found),
+            outcome.counters,
+            metrics=outcome.metrics,
+            first_match_s=took if found else None,
+        )
+
+    def _outcome(self, cells: list[CellResult]) -> Outcome:
+        """The count and the counters of the cells' results."""
+        total = sum(c.found for c in cells)
         alloc, relations = self.allocation, self.relations
-        received = np.stack([c[4] for c in cells])
+        received = np.stack([c.received for c in cells])
         load = received.sum(axis=1)
-        work = np.stack([c[5] for c in cells])
+        work = np.stack([c.work for c in cells])
         per_relation = received.sum(axis=0)
         positive = relations[: self.layout.positive]  # an anti-relation covers nothing
         rho, tau = hypercube.edge_cover_and_packing(self.ctx.spec.attribute_order, positive)
@@ -238,13 +284,13 @@ class Shares(Implementation):
             "mean_cell_load": round(float(load.mean()), 2) if len(load) else 0.0,
             "predicted_cell_load": round(alloc.load_per_cell, 2),
             "cell_load_skew": max_over_mean(load),
-            "count_per_cell": [int(c[1]) for c in cells],
+            "count_per_cell": [int(c.found) for c in cells],
             "candidates_per_cell": work[:, 0].tolist(),
             "probes_per_cell": work[:, 1].tolist(),
             "local_work": int(work.sum()),
             "max_cell_work": int(work.sum(axis=1).max(initial=0)),
             "mean_cell_work": round(float(work.sum(axis=1).mean()), 2) if len(work) else 0.0,
-            "join_seconds_per_cell": [round(c[3], 4) for c in cells],
+            "join_seconds_per_cell": [round(c.join_s, 4) for c in cells],
             "rho_star": rho,
             "tau_star": tau,
         }
@@ -261,19 +307,52 @@ class Shares(Implementation):
 
     def matches(self, limit: int) -> list[tuple]:
         total, cells = self._sample if self._sample else (None, None)
-        if cells is None or total is None or total > sum(len(c[6]) for c in cells):
+        if cells is None or total is None or total > sum(len(c.matches) for c in cells):
             cells = self._run(limit)
-        found = np.concatenate([c[6] for c in cells]) if cells else np.zeros((0, self.plan.m), np.int64)
+        found = np.concatenate([c.matches for c in cells]) if cells else np.zeros((0, self.plan.m), np.int64)
         rows = (self.ids[found] if self.ids is not None else found)[:limit]
         spec = self.ctx.spec
         return in_query_order(spec.query, spec.attribute_order, rows)
 
     def matches_by_cell(self, limit: int) -> list[tuple[int, np.ndarray]]:
         """(cell, matches in attribute-order positions, as shipped values): for checking cell ownership."""
-        return [(c[0], c[6]) for c in self._run(limit)]
+        return [(c.cell, c.matches) for c in self._run(limit)]
 
 
 LOOP = -1  # CellLayout.shipped's kind for a relation of self-loops
+
+
+class CellListing(NamedTuple):
+    """A listing run of the cells (`write_matches`): where they write (None: counted only), and the
+    most matches a cell lists (None: all)."""
+
+    sink: MatchSink | None
+    limit: int | None
+
+
+class CellMeta(NamedTuple):
+    """The integers a cell's task sends back beside its arrays."""
+
+    found: int  # the cell's matches (listing with a limit: those its slices found before it stopped)
+    vertices: int
+    join_us: int
+    build_us: int
+    unpack_us: int
+    read_us: int
+    attempt: int  # the task attempt whose Parquet file holds the cell's listed matches (-1: none written)
+
+
+class CellResult(NamedTuple):
+    """One cell's answer, as the driver reads it."""
+
+    cell: int
+    found: int
+    vertices: int
+    join_s: float
+    received: np.ndarray  # tuples received, per shipped relation
+    work: np.ndarray  # candidates examined, list elements stepped over
+    matches: np.ndarray  # a sample (attribute order, shipped values); none when listing
+    attempt: int
 
 
 class LabelPairCount(NamedTuple):
@@ -354,7 +433,7 @@ class CellLayout(NamedTuple):
         ]
 
 
-def _cell_join(plan: ExtensionPlan, layout: CellLayout, limit: int, tokens: np.ndarray):
+def _cell_join(plan: ExtensionPlan, layout: CellLayout, limit: int, tokens: np.ndarray, listing: CellListing | None):
     relations = len(layout.shipped)
     rows = layout.index_rows()
     loop_relations = [i for i, (_, _, kind) in enumerate(layout.shipped) if kind == LOOP]
@@ -378,56 +457,66 @@ def _cell_join(plan: ExtensionPlan, layout: CellLayout, limit: int, tokens: np.n
         received = np.bincount(relation, minlength=relations).astype(np.int64)
         ids = np.unique(np.concatenate([early, late]))
         early, late = np.searchsorted(ids, early), np.searchsorted(ids, late)
-        n = len(ids)
         unpack_us = lap()
-        # One index per atom then per anti-relation, keyed by its early attribute (a loop-only query
-        # reads none, but generic_join takes at least one); the self-loops as the sorted vertices that have one.
-        index = [build_csr(early[relation == i], late[relation == i], n) for i in rows or [0]]
-        loops = np.unique(early[np.isin(relation, loop_relations)])
-        offsets = np.stack([o for o, _ in index])
-        values = np.zeros((len(index), max(1, max(len(v) for _, v in index))), dtype=np.int64)
-        for i, (_, v) in enumerate(index):
-            values[i, : len(v)] = v
-        # Relations whose shares put the same edges in this cell (a1-a3 and a1-a4 when only a1 is split)
-        # read one index, so Generic Join carries a level's candidates down instead of recomputing them.
-        same = np.arange(len(index))
-        for i in range(len(index)):
-            same[i] = next((k for k in range(i) if same[k] == k and all(map(np.array_equal, index[i], index[k]))), i)
-        rel_index = same[plan.rel_atom]
-        anti_count, anti_pos, anti_kind = local_gj.anti_arguments(plan.anti_count, plan.anti_pos, same[layout.anti_row])
-        out = np.zeros((limit, plan.m), dtype=np.int64)
+        kernel, degree = _cell_kernel(plan, layout, rows, loop_relations, relation, early, late, len(ids))
         work = np.zeros(2, dtype=np.int64)
         build_us = lap()
-        # Through the module: a bare jitted name in this closure would be pickled by value and compiled
-        # again in every Python worker (seconds), where the module's own dispatcher is warm.
-        count = local_gj.generic_join(
-            n,
-            offsets,
-            values,
-            plan.rel_count,
-            plan.rel_pos,
-            rel_index,
-            plan.above,
-            plan.below,
-            plan.differ,
-            plan.loop,
-            loops,
-            anti_count,
-            anti_pos,
-            anti_kind,
-            None,  # no label test: each shipped relation was filtered by its attributes' labels before the shuffle
-            None,
-            limit,
-            out,
-            work,
-            0,
-            n,
-            0,
-            local_gj.scratch(offsets, plan.m),
-        )
+        if listing is None:
+            out = np.zeros((limit, plan.m), dtype=np.int64)
+            count, attempt = kernel(0, len(ids), out, work), -1
+            found = ids[out[: min(count, limit)]].ravel()
+        else:
+            count, attempt = _list_cell(kernel, listing, cell, ids, degree, plan.m, work)
+            found = np.zeros(0, np.int64)
         join_us = lap()
-        found = ids[out[: min(count, limit)]].ravel()
-        meta = (int(count), n, join_us, build_us, unpack_us, read_us)
+        meta = CellMeta(int(count), len(ids), join_us, build_us, unpack_us, read_us, attempt)
         yield from exchange.blob_batches([cell], [exchange.pack(BlobKind.CELL, cell, [received, work, found], meta)])
 
     return join
+
+
+def _cell_kernel(plan, layout, rows, loop_relations, relation, early, late, n):
+    """The cell's indices, built from what it received, and Generic Join over them as
+    `kernel(lo, hi, out, work)` (first values in [lo, hi), the first len(out) matches listed into out),
+    with the degrees of the first position's vertices."""
+    # One index per atom then per anti-relation, keyed by its early attribute (a loop-only query
+    # reads none, but generic_join takes at least one); the self-loops as the sorted vertices that have one.
+    index = [build_csr(early[relation == i], late[relation == i], n) for i in rows or [0]]
+    loops = np.unique(early[np.isin(relation, loop_relations)])
+    offsets = np.stack([o for o, _ in index])
+    values = np.zeros((len(index), max(1, max(len(v) for _, v in index))), dtype=np.int64)
+    for i, (_, v) in enumerate(index):
+        values[i, : len(v)] = v
+    # Relations whose shares put the same edges in this cell (a1-a3 and a1-a4 when only a1 is split)
+    # read one index, so Generic Join carries a level's candidates down instead of recomputing them.
+    same = np.arange(len(index))
+    for i in range(len(index)):
+        same[i] = next((k for k in range(i) if same[k] == k and all(map(np.array_equal, index[i], index[k]))), i)
+    rel_index = same[plan.rel_atom]
+    anti_count, anti_pos, anti_kind = local_gj.anti_arguments(plan.anti_count, plan.anti_pos, same[layout.anti_row])
+    buf = local_gj.scratch(offsets, plan.m)
+
+    def kernel(lo: int, hi: int, out: np.ndarray, work: np.ndarray) -> int:
+        # Through the module: a bare jitted name in this closure would be pickled by value and compiled
+        # again in every Python worker (seconds), where the module's own dispatcher is warm.
+        return local_gj.generic_join(
+            n, offsets, values, plan.rel_count, plan.rel_pos, rel_index, plan.above, plan.below, plan.differ, plan.loop,
+            loops, anti_count, anti_pos, anti_kind,
+            None, None,  # no label test: each shipped relation was filtered by its attributes' labels before the shuffle
+            len(out), out, work, lo, hi, 0, buf,
+        )  # fmt: skip
+
+    return kernel, np.diff(offsets[0])
+
+
+def _list_cell(kernel, listing: CellListing, cell: int, ids: np.ndarray, degree, m: int, work) -> tuple[int, int]:
+    """The cell's matches listed slice by slice, each slice's written (as shipped values, `ids[local]`)
+    to the task attempt's own Parquet file: (count, the attempt, or -1 if it wrote none)."""
+    slices = local_gj.work_slices(degree, FIRST_WORK if listing.limit is None else FIRST_WORK_LIMITED)
+    if listing.sink is None:
+        count, _ = local_gj.list_by_slice(kernel, slices, m, listing.limit, None, work)
+        return count, -1
+    attempt = exchange.current_attempt()
+    with listing.sink.part(part_name(0, 0, cell, attempt)) as part:
+        count, _ = local_gj.list_by_slice(kernel, slices, m, listing.limit, lambda local: part.append(ids[local]), work)
+    return count, attempt if part.rows else -1
