@@ -57,7 +57,7 @@ test-cluster: java $(STAMP)
 
 # The property-based suites at full strength: 50 random graphs (up to 60 vertices, ids over all of
 # int64) and patterns per static implementation, 20 random update sequences of 10+ batches for
-# Delta-BiGJoin, the fixed graphs `make test` leaves out; then the other tests marked `thorough`. CI runs
+# Delta-BiGJoin (and 20 more of induced or anti-edge patterns), the fixed graphs `make test` leaves out; then the other tests marked `thorough`. CI runs
 # it after `make test`, which together run every fixed graph.
 test-thorough: java $(STAMP)
 	HARNESS_HYPOTHESIS=thorough $(PY) -m pytest -q -m "property or thorough" tests/test_conformance.py tests/test_delta.py --durations=10

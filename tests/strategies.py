@@ -10,8 +10,9 @@ from harness.query import Query
 @st.composite
 def connected_patterns(draw, min_vertices: int = 2, max_vertices: int = 5, directed: bool = False, anti: bool = False) -> Query:
     """A random connected pattern: a random spanning tree plus random extra edges. Directed
-    patterns orient each edge at random and may add the reverse atom too. With `anti`, the pattern
-    is induced (a third of the time) or takes random anti-edges among the pairs that are not edges."""
+    patterns orient each edge at random and may add the reverse atom too. With `anti`, a pattern with
+    a pair that is not an edge is induced (a third of the time) or takes at least one random
+    anti-edge among those pairs; a complete pattern has none to take."""
     n = draw(st.integers(min_vertices, max_vertices))
     attrs = [f"v{i}" for i in range(n)]
     pairs = set()
@@ -28,10 +29,6 @@ def connected_patterns(draw, min_vertices: int = 2, max_vertices: int = 5, direc
         if directed and draw(st.integers(0, 4)) == 0:
             edges.append((attrs[j], attrs[i]))
     order = tuple(draw(st.permutations(edges)))
-    if not anti:
-        return Query("random", order)
-    if draw(st.integers(0, 2)) == 0:
-        return Query("random", order, induced=True)
     taken = set(edges) if directed else {frozenset(e) for e in edges}
     free = [
         (attrs[i], attrs[j])
@@ -39,7 +36,11 @@ def connected_patterns(draw, min_vertices: int = 2, max_vertices: int = 5, direc
         for j in range(n)
         if i != j and (directed or i < j) and ((attrs[i], attrs[j]) if directed else frozenset((attrs[i], attrs[j]))) not in taken
     ]
-    chosen = draw(st.lists(st.sampled_from(free), unique=True, max_size=len(free))) if free else []
+    if not anti or not free:
+        return Query("random", order)
+    if draw(st.integers(0, 2)) == 0:
+        return Query("random", order, induced=True)
+    chosen = draw(st.lists(st.sampled_from(free), unique=True, min_size=1, max_size=len(free)))
     return Query("random", order, anti_edges=tuple(chosen))
 
 

@@ -2,7 +2,8 @@
 Python model of the graph (a set of directed edges updated one change at a time): awkward batches
 written out by hand, then hypothesis-generated sequences of inserts, deletes, re-inserts and deletes
 of absent edges, in both semantics and at several worker counts. `make test` draws a few short
-sequences; `make test-thorough` draws 20 of at least 10 batches each."""
+sequences; `make test-thorough` draws 20 of at least 10 batches each, of patterns half with anti
+pairs, and 20 more of patterns that all have one (induced counts under updates)."""
 
 import itertools
 import json
@@ -10,7 +11,7 @@ import os
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from harness import cli, datasets
@@ -273,14 +274,31 @@ SEQUENCES = (
 )
 
 
-@pytest.mark.property
-@settings(
+SEQUENCE_SETTINGS = settings(
     max_examples=SEQUENCES["examples"],
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+
+
+@pytest.mark.property
+@SEQUENCE_SETTINGS
 @given(data=st.data())
 def test_random_update_sequences(spark, data):
+    """Random patterns, half with anti-edges or induced (where a pair is left for one)."""
+    _random_sequence(spark, data, anti=data.draw(st.booleans(), label="anti"))
+
+
+@pytest.mark.property
+@SEQUENCE_SETTINGS
+@given(data=st.data())
+def test_random_induced_update_sequences(spark, data):
+    """Every pattern has an anti pair (induced, or random anti-edges): an inserted edge may destroy
+    matches as well as create them."""
+    _random_sequence(spark, data, anti=True)
+
+
+def _random_sequence(spark, data, anti: bool) -> None:
     semantics = data.draw(st.sampled_from(["undirected", "directed"]), label="semantics")
     vertices = data.draw(st.integers(3 if THOROUGH else 2, SEQUENCES["vertices"]), label="vertices")
     initial = data.draw(
@@ -292,10 +310,11 @@ def test_random_update_sequences(spark, data):
     name = data.draw(vertex_ids(vertices), label="ids")  # vertex ids spread over the whole int64 range
     initial = [(name[s], name[d]) for s, d in initial]
     batches = [[(name[s], name[d], diff) for s, d, diff in ops] for ops in batches]
-    anti = data.draw(st.booleans(), label="anti")  # half the patterns have anti-edges or are induced
-    query = data.draw(connected_patterns(2, 4, directed=semantics == "directed", anti=anti), label="pattern")
+    # an undirected 2-vertex pattern is complete: no pair is left for an anti-edge
+    query = data.draw(connected_patterns(3 if anti else 2, 4, directed=semantics == "directed", anti=anti), label="pattern")
     workers = data.draw(st.integers(1, 3), label="workers")
     spec = make_join_spec(query, semantics)
+    assume(spec.anti or not anti)  # a complete pattern leaves no pair for an anti-edge
     event("anti-edges or induced" if spec.anti else "no anti pair")  # --hypothesis-show-statistics
     maintain(spark, initial, batches, spec, workers)
     if THOROUGH:  # the sequence really mixed every kind of change
