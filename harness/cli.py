@@ -302,20 +302,43 @@ def cmd_baseline(args) -> int:
     return 0
 
 
+def _gate_against(args) -> tuple[dict, list[dict], Path, Path]:
+    """`gate --against REV`: REV and this tree run a workload alternating; (baseline, this tree's
+    records, the name the findings give the baseline, the results directory)."""
+    from . import gate
+
+    if not args.paired:
+        raise DataError("gate --against: compares paired runs only; drop --unpaired")
+    commit = gate.commit_of(args.against)
+    trials = max(args.trials, gate.MIN_TRIALS)
+    wl = _checked_workload(args.workload, args.tier, trials)
+    threshold = next(v for v in (args.threshold, wl.time_threshold, gate.DEFAULT_TIME_THRESHOLD) if v is not None)
+    min_seconds = next(v for v in (args.min_seconds, wl.min_seconds, gate.DEFAULT_MIN_SECONDS) if v is not None)
+    name = _slug(f"{wl.name if wl.tier == 'default' else f'{wl.name}-{wl.tier}'}-against-{commit[:7]}")
+    out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-gate-{name}"
+    baseline, records = gate.paired_against(
+        commit, args.workload, args.tier, trials, out_dir, (threshold, min_seconds), args.master, console.print
+    )
+    return baseline, records, Path(f"--against {args.against}"), out_dir
+
+
 def cmd_gate(args) -> int:
     from . import gate
     from .results import machine_info
 
-    path = Path(args.baseline)
-    baseline = gate.load_baseline(path)
-    trials = max(int(baseline["trials"]), gate.MIN_TRIALS)
-    wl = _checked_workload(baseline["workload"], baseline.get("tier"), trials)
-    out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-gate-{_slug(path.stem)}"
-    if args.paired:
-        old, records = gate.run_paired(baseline, trials, out_dir, args.master, console.print)
-        baseline = gate.with_paired_times(baseline, old, machine_info())
+    if args.against:
+        baseline, records, path, out_dir = _gate_against(args)
     else:
-        records = _execute(wl, args.master, out_dir)
+        path = Path(args.baseline)
+        baseline = gate.load_baseline(path)
+        trials = max(int(baseline["trials"]), gate.MIN_TRIALS)
+        wl = _checked_workload(baseline["workload"], baseline.get("tier"), trials)
+        out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-gate-{_slug(path.stem)}"
+        if args.paired:
+            old, records = gate.run_paired(baseline, trials, out_dir, args.master, console.print)
+            baseline = gate.with_paired_times(baseline, old, machine_info())
+        else:
+            records = _execute(wl, args.master, out_dir)
     timing = args.timing or ("binding" if args.paired else "advisory")
     comparison = gate.compare(baseline, gate.summarize(records), machine_info(), args.threshold, timing, args.min_seconds)
     lines = gate.render(comparison, baseline, path, args.verbose, timing)
@@ -566,6 +589,16 @@ def build_parser() -> argparse.ArgumentParser:
     gt.add_argument("--min-seconds", type=float, default=None, help="override the baseline's least slowdown that counts")
     gt.add_argument("--verbose", action="store_true", help="show every check, not only the flagged ones")
     gt.add_argument("--results", default=None, help="directory for the run files and gate.json")
+    gt.add_argument(
+        "--against",
+        default=None,
+        metavar="REV",
+        help="instead of a baseline: this commit and this tree run --workload (--tier) --trials times each, "
+        "alternating, and this tree is held to the commit's counts, counters and times",
+    )
+    gt.add_argument("--workload", default="gate", help="with --against: workload name or YAML path (default: gate)")
+    gt.add_argument("--tier", default=None, help="with --against: the workload's tier")
+    gt.add_argument("--trials", type=int, default=5, help="with --against: trials per side (default 5, at least 3)")
     pairing = gt.add_mutually_exclusive_group()
     pairing.add_argument(
         "--paired",

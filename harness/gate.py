@@ -188,6 +188,28 @@ def run_paired(baseline: dict, trials: int, out_dir: Path, master: str | None = 
     return sides["old"], sides["new"]
 
 
+def commit_of(rev: str) -> str:
+    """The full commit a revision names in this repository."""
+    done = subprocess.run(
+        ["git", "-C", str(results.REPO), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise DataError(f"gate --against: '{rev}' names no commit in this repository")
+    return done.stdout.strip()
+
+
+def paired_against(
+    commit: str, workload: str, tier: str | None, trials: int, out_dir: Path, limits: tuple[float, float], master=None, log=print
+) -> tuple[dict, list[dict]]:
+    """(baseline, this tree's records): a baseline made on the spot, `commit` and this tree running the
+    workload `trials` times each, alternating; the commit's runs give the counts, counters and times
+    this tree's are held to. `limits`: the time threshold and the least slowdown in seconds."""
+    old, new = run_paired({"git": {"commit": commit}, "workload": workload, "tier": tier}, trials, out_dir, master, log)
+    baseline = make_baseline(f"against-{commit[:7]}", workload, tier, old, *limits)
+    baseline["paired"] = True
+    return baseline, new
+
+
 def with_paired_times(baseline: dict, old_records: list[dict], machine: dict) -> dict:
     """The baseline with its times replaced by those of its commit rerun beside this tree (and so on
     this machine)."""

@@ -249,6 +249,19 @@ def test_gate_pairs_by_default_and_binds_paired_times():
         parser.parse_args(["gate", "--paired", "--unpaired"])
 
 
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--against", "no-such-rev"], "gate --against: 'no-such-rev' names no commit in this repository"),
+        (["--against", "HEAD", "--unpaired"], "gate --against: compares paired runs only; drop --unpaired"),
+    ],
+)
+def test_gate_against_a_commit_refuses_what_it_cannot_pair(tmp_path, capsys, flags, message):
+    code = cli.main(["gate", *flags, "--results", str(tmp_path / "runs")])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_baseline_refuses_a_dirty_tree(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(results, "git_info", lambda: {"commit": "abc", "dirty": True})
     code = cli.main(["baseline", "--workload", "gate", "--name", "refused-test"])

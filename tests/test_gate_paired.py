@@ -3,7 +3,8 @@
 This tree is checked out as a commit of its own (`git stash create`: the tracked files as they are),
 a baseline is recorded there from the clean checkout, and then that checkout's local-gj is patched to
 run its join twice: a 2x slower query, in code, not a sleep or a mock. `gate` then reruns the
-baseline's commit beside the patched checkout, alternating processes, and must fail on query_s alone.
+baseline's commit beside the patched checkout, alternating processes, and must fail on query_s alone;
+so must `gate --against COMMIT`, which records no baseline.
 """
 
 from __future__ import annotations
@@ -90,3 +91,13 @@ def test_paired_gate_catches_a_join_made_twice_as_slow(checkout, tmp_path):
     old_runs = sorted(p.name for p in out_dir.glob("old-t*"))
     assert old_runs == ["old-t0", "old-t1", "old-t2"]
     assert all(json.loads(p.read_text())["git"]["commit"] == commit for p in (out_dir / "old-t0").glob("*.json"))
+
+    # No baseline at all: the commit named on the command line, rerun beside the patched tree.
+    against_dir = tmp_path / "against-runs"
+    done = _harness(
+        tree, "gate", "--against", commit, "--workload", str(workload), "--trials", "3", "--results", str(against_dir)
+    )
+    assert done.returncode == gate.REGRESSION, done.stdout[-3000:] + done.stderr[-2000:]
+    report = json.loads((against_dir / "gate.json").read_text())
+    flagged = {f["what"]: f for f in report["findings"] if f["verdict"] != "ok"}
+    assert set(flagged) == {"query_s"} and flagged["query_s"]["new"] / flagged["query_s"]["old"] > 1.6, flagged
