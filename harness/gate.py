@@ -26,6 +26,7 @@ from pathlib import Path
 
 from . import jvm_archive, kernel_cache, results
 from .errors import DataError
+from .results import run_key
 
 BASELINE_DIR = results.RESULTS_DIR / "baselines"
 SCHEMA = "harness-baseline/1"
@@ -35,16 +36,6 @@ DEFAULT_MIN_SECONDS = 0.5  # and by at least this much: sub-second phases jitter
 MIN_TRIALS = 3
 TIMES = ("index_s", "query_s")
 PASS, REGRESSION, FAILURE = 0, 1, 2
-
-
-def run_key(record: dict) -> str:
-    """What a run measures: implementation, query, dataset, semantics, W and parameters."""
-    params = {k: v for k, v in sorted(record.get("params", {}).items()) if k != "workers"}
-    extra = "" if not params else " " + ",".join(f"{k}={v}" for k, v in params.items())
-    return (
-        f"{record['implementation']} {record['query'].get('name')} {record['dataset'].get('name')} "
-        f"{record['semantics']} W={record['params'].get('workers')}{extra}"
-    )
 
 
 # Reported, never gated (with every counter nested under them): what the process ran before (kernels

@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 from . import html_page, plots
-from .gate import run_key
+from .results import run_key
 from .tables import communication, delta_rows
 
 PLOT_DPI = 110

@@ -1,4 +1,4 @@
-"""Result records: provenance (git, machine), ids, and atomic JSON files."""
+"""Result records: provenance (git, machine), ids, what a run measures (`run_key`), and atomic JSON files."""
 
 from __future__ import annotations
 
@@ -103,3 +103,14 @@ def write_text_atomic(path: Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def run_key(record: dict) -> str:
+    """What a run measures: implementation, query, dataset, semantics, W and parameters (the gate's
+    and the report's name for a run)."""
+    params = {k: v for k, v in sorted(record.get("params", {}).items()) if k != "workers"}
+    extra = "" if not params else " " + ",".join(f"{k}={v}" for k, v in params.items())
+    return (
+        f"{record['implementation']} {record['query'].get('name')} {record['dataset'].get('name')} "
+        f"{record['semantics']} W={record['params'].get('workers')}{extra}"
+    )
