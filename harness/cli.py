@@ -14,7 +14,9 @@ import argparse
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from rich.console import Console
 from rich.progress import (
@@ -477,129 +479,150 @@ def _add_verbose_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+class Flag(NamedTuple):
+    """One argument of a command, as argparse's add_argument takes it."""
+
+    names: tuple[str, ...]
+    options: dict
+
+
+def flag(*names: str, **options) -> Flag:
+    return Flag(names, options)
+
+
+class Command(NamedTuple):
+    """One subcommand: its flags in order (a Flag, or a function that adds some to the parser:
+    declared parameters, a group), and the function it runs."""
+
+    name: str
+    help: str
+    fn: Callable
+    flags: list
+    common: bool = True  # takes --master
+
+
+UNVERIFIED_HELP = "exit 0 even if nothing independent checked the count (the result still says UNVERIFIED)"
+QUERY_HELP = "built-in name, pattern string (a-b,b-c,a-c) or YAML path"
+DATASET_HELP = "registry name, generator spec (rmat:scale=12) or edge-list path"
+LABELS_HELP = "(`vertex label` lines, or Parquet columns vertex, label)"
+SEMANTICS = flag("--semantics", default="undirected", choices=["undirected", "directed"])
+
+
+def _run_flags() -> list:
     from implementations import REGISTRY
 
-    from . import compare, history
+    return [
+        flag(
+            "--query",
+            required=True,
+            help="built-in name, pattern string (a-b,b-c,a-c), YAML path, or motifs:3 / motifs:4 (the induced motif census)",
+        ),
+        flag("--dataset", required=True, help=DATASET_HELP),
+        flag("--impl", required=True, help=f"implementation: {', '.join(REGISTRY)}"),
+        flag("--workers", type=int, default=2, help="logical workers = partitions of every exchange"),
+        SEMANTICS,
+        flag("--oracle", default="auto", help="auto | networkx | duckdb | graphblas | native | published | none"),
+        flag("--allow-unverified", action="store_true", help=UNVERIFIED_HELP),
+        flag(
+            "--oracle-timeout",
+            type=float,
+            default=600.0,
+            help="seconds each oracle may take; one that runs longer is killed and the count stays unverified by it",
+        ),
+        flag("--timeout", type=float, default=None, help="seconds for index + query before TIM"),
+        flag("--order", default=None, help="attribute order, e.g. a1,a2,a3"),
+        flag("--labels", default=None, help=f"vertex label file for the dataset {LABELS_HELP}"),
+        _add_param_flags,
+        flag("--json", default=None, help="result file (default: results/runs/run-<id>.json)"),
+        flag("--wide", action="store_true", help="also every column of the run and its detail tables"),
+        _add_verbose_flag,
+    ]
 
-    p = argparse.ArgumentParser(prog="subgraph-harness", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--master", default=None, help="Spark master URL (default: $SPARK_MASTER or local[*])")
 
-    run = sub.add_parser("run", parents=[common], help="run one query on one dataset with one implementation")
-    run.add_argument(
-        "--query",
-        required=True,
-        help="built-in name, pattern string (a-b,b-c,a-c), YAML path, or motifs:3 / motifs:4 (the induced motif census)",
-    )
-    run.add_argument("--dataset", required=True, help="registry name, generator spec (rmat:scale=12) or edge-list path")
-    run.add_argument("--impl", required=True, help=f"implementation: {', '.join(REGISTRY)}")
-    run.add_argument("--workers", type=int, default=2, help="logical workers = partitions of every exchange")
-    run.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
-    run.add_argument("--oracle", default="auto", help="auto | networkx | duckdb | graphblas | native | published | none")
-    run.add_argument(
-        "--allow-unverified",
-        action="store_true",
-        help="exit 0 even if nothing independent checked the count (the result still says UNVERIFIED)",
-    )
-    run.add_argument(
-        "--oracle-timeout",
-        type=float,
-        default=600.0,
-        help="seconds each oracle may take; one that runs longer is killed and the count stays unverified by it",
-    )
-    run.add_argument("--timeout", type=float, default=None, help="seconds for index + query before TIM")
-    run.add_argument("--order", default=None, help="attribute order, e.g. a1,a2,a3")
-    run.add_argument(
-        "--labels",
-        default=None,
-        help="vertex label file for the dataset (`vertex label` lines, or Parquet columns vertex, label)",
-    )
-    _add_param_flags(run)
-    run.add_argument("--json", default=None, help="result file (default: results/runs/run-<id>.json)")
-    run.add_argument("--wide", action="store_true", help="also every column of the run and its detail tables")
-    _add_verbose_flag(run)
-    run.set_defaults(fn=cmd_run)
+def _bench_flags() -> list:
+    return [
+        flag("workload", help="name under workloads/ or a YAML path"),
+        flag("--tier", default=None, help="a tier defined in the workload (default: its base settings)"),
+        flag("--results", default=None, help="directory for the run files"),
+        flag("--trials", type=int, default=None, help="override the workload's trials"),
+        flag(
+            "--wide",
+            action="store_true",
+            help="also every column of every run, the logical counters, Shares' grid, per-worker balance and time breakdowns",
+        ),
+        flag(
+            "--allow-unverified",
+            action="store_true",
+            help="exit 0 even if nothing independent checked some count (they still say UNVERIFIED)",
+        ),
+        flag(
+            "--from",
+            dest="from_path",
+            default=None,
+            help="the real graph's file (e.g. soc-LiveJournal1.txt.gz): run on it instead of its twin",
+        ),
+        flag(
+            "--labels", default=None, help=f"vertex label file for the workload's datasets (over its key 'labels') {LABELS_HELP}"
+        ),
+        _add_verbose_flag,
+    ]
 
-    bench = sub.add_parser("bench", parents=[common], help="run workloads/WORKLOAD.yaml")
-    bench.add_argument("workload", help="name under workloads/ or a YAML path")
-    bench.add_argument("--tier", default=None, help="a tier defined in the workload (default: its base settings)")
-    bench.add_argument("--results", default=None, help="directory for the run files")
-    bench.add_argument("--trials", type=int, default=None, help="override the workload's trials")
-    bench.add_argument(
-        "--wide",
-        action="store_true",
-        help="also every column of every run, the logical counters, Shares' grid, per-worker balance and time breakdowns",
-    )
-    bench.add_argument(
-        "--allow-unverified",
-        action="store_true",
-        help="exit 0 even if nothing independent checked some count (they still say UNVERIFIED)",
-    )
-    bench.add_argument(
-        "--from",
-        dest="from_path",
-        default=None,
-        help="the real graph's file (e.g. soc-LiveJournal1.txt.gz): run on it instead of its twin",
-    )
-    bench.add_argument(
-        "--labels",
-        default=None,
-        help="vertex label file for the workload's datasets (over its key 'labels') (`vertex label` lines, or Parquet columns vertex, label)",
-    )
-    _add_verbose_flag(bench)
-    bench.set_defaults(fn=cmd_bench)
 
-    base = sub.add_parser("baseline", parents=[common], help="record a regression baseline (clean tree only)")
-    base.add_argument("--workload", default="gate", help="workload name or YAML path (default: gate)")
-    base.add_argument("--tier", default=None)
-    base.add_argument("--name", default=None, help="baseline name (default: the workload's): results/baselines/NAME.json")
-    base.add_argument("--trials", type=int, default=3, help="trials per run (at least 3)")
-    base.add_argument(
-        "--threshold",
-        type=float,
-        default=None,
-        help="time regression threshold stored with it (default: the workload's time_threshold, else 0.25 = 25%%)",
-    )
-    base.add_argument(
-        "--min-seconds",
-        type=float,
-        default=None,
-        help="and the least slowdown in seconds that counts (default: the workload's min_seconds, else 0.5)",
-    )
-    base.set_defaults(fn=cmd_baseline)
+def _baseline_flags() -> list:
+    return [
+        flag("--workload", default="gate", help="workload name or YAML path (default: gate)"),
+        flag("--tier", default=None),
+        flag("--name", default=None, help="baseline name (default: the workload's): results/baselines/NAME.json"),
+        flag("--trials", type=int, default=3, help="trials per run (at least 3)"),
+        flag(
+            "--threshold",
+            type=float,
+            default=None,
+            help="time regression threshold stored with it (default: the workload's time_threshold, else 0.25 = 25%%)",
+        ),
+        flag(
+            "--min-seconds",
+            type=float,
+            default=None,
+            help="and the least slowdown in seconds that counts (default: the workload's min_seconds, else 0.5)",
+        ),
+    ]
 
-    gt = sub.add_parser(
-        "gate", parents=[common], help="rerun a baseline's workload and compare (exit 0 pass, 1 regression, 2 failure)"
-    )
-    gt.add_argument(
-        "--baseline",
-        default=str(Path("results") / "baselines" / "gate.json"),
-        help="a baseline written by `baseline` (default: results/baselines/gate.json)",
-    )
-    gt.add_argument(
-        "--timing",
-        choices=["binding", "advisory"],
-        default=None,
-        help="binding: a slower run fails the gate; advisory: reported, never failing "
-        "(default: binding when paired, advisory when unpaired)",
-    )
-    gt.add_argument("--threshold", type=float, default=None, help="override the baseline's time threshold")
-    gt.add_argument("--min-seconds", type=float, default=None, help="override the baseline's least slowdown that counts")
-    gt.add_argument("--verbose", action="store_true", help="show every check, not only the flagged ones")
-    gt.add_argument("--results", default=None, help="directory for the run files and gate.json")
-    gt.add_argument(
-        "--against",
-        default=None,
-        metavar="REV",
-        help="instead of a baseline: this commit and this tree run --workload (--tier) --trials times each, "
-        "alternating, and this tree is held to the commit's counts, counters and times",
-    )
-    gt.add_argument("--workload", default="gate", help="with --against: workload name or YAML path (default: gate)")
-    gt.add_argument("--tier", default=None, help="with --against: the workload's tier")
-    gt.add_argument("--trials", type=int, default=5, help="with --against: trials per side (default 5, at least 3)")
-    pairing = gt.add_mutually_exclusive_group()
+
+def _gate_flags() -> list:
+    return [
+        flag(
+            "--baseline",
+            default=str(Path("results") / "baselines" / "gate.json"),
+            help="a baseline written by `baseline` (default: results/baselines/gate.json)",
+        ),
+        flag(
+            "--timing",
+            choices=["binding", "advisory"],
+            default=None,
+            help="binding: a slower run fails the gate; advisory: reported, never failing "
+            "(default: binding when paired, advisory when unpaired)",
+        ),
+        flag("--threshold", type=float, default=None, help="override the baseline's time threshold"),
+        flag("--min-seconds", type=float, default=None, help="override the baseline's least slowdown that counts"),
+        flag("--verbose", action="store_true", help="show every check, not only the flagged ones"),
+        flag("--results", default=None, help="directory for the run files and gate.json"),
+        flag(
+            "--against",
+            default=None,
+            metavar="REV",
+            help="instead of a baseline: this commit and this tree run --workload (--tier) --trials times each, "
+            "alternating, and this tree is held to the commit's counts, counters and times",
+        ),
+        flag("--workload", default="gate", help="with --against: workload name or YAML path (default: gate)"),
+        flag("--tier", default=None, help="with --against: the workload's tier"),
+        flag("--trials", type=int, default=5, help="with --against: trials per side (default 5, at least 3)"),
+        _add_pairing_flags,
+    ]
+
+
+def _add_pairing_flags(parser: argparse.ArgumentParser) -> None:
+    pairing = parser.add_mutually_exclusive_group()
     pairing.add_argument(
         "--paired",
         dest="paired",
@@ -613,94 +636,157 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="compare with the baseline's stored times instead: quicker, and advisory unless --timing binding",
     )
-    gt.set_defaults(fn=cmd_gate)
 
-    rep = sub.add_parser(
-        "report", help="tables and plots of the recorded runs (Markdown page + PNG, and one self-contained HTML page)"
-    )
-    rep.add_argument("--runs", default=str(RESULTS_DIR / "runs"), help="directory of run directories")
-    rep.add_argument("--out", default=str(RESULTS_DIR / "report"), help="where index.md, index.html and the plots go")
-    rep.set_defaults(fn=cmd_report)
 
-    hs = sub.add_parser(
-        "history",
-        help="Spark's History Server on 127.0.0.1 over the runs' event logs (until Ctrl-C)",
-    )
-    hs.add_argument("--dir", default=None, help="event log directory (default: $HARNESS_EVENTLOG_DIR, else results/eventlogs)")
-    hs.add_argument("--port", type=int, default=history.DEFAULT_PORT, help="the History Server's port on 127.0.0.1")
-    hs.set_defaults(fn=cmd_history)
+def _report_flags() -> list:
+    return [
+        flag("--runs", default=str(RESULTS_DIR / "runs"), help="directory of run directories"),
+        flag("--out", default=str(RESULTS_DIR / "report"), help="where index.md, index.html and the plots go"),
+    ]
 
-    cl = sub.add_parser(
-        "cluster",
-        help="start/stop a Spark standalone master (127.0.0.1) and workers, each on a "
-        "loopback address of its own with a private /tmp (unshare -m)",
-    )
-    cl.add_argument("action", choices=["up", "down", "status"])
-    cl.add_argument("--dir", default=None, help="state, logs and the hosts' private directories (default: .cluster/)")
-    cl.add_argument(
-        "--hosts",
-        "--workers",
-        type=int,
-        default=2,
-        dest="hosts",
-        help="workers, on 127.0.0.2, 127.0.0.3, ... (the store: HARNESS_STORE, else <dir>-store)",
-    )
-    cl.add_argument(
-        "--shared-tmp",
-        action="store_true",
-        help="the old single-machine cluster: every worker on 127.0.0.1, sharing /tmp and the checkout",
-    )
-    cl.add_argument("--cores", type=int, default=1, help="cores each worker offers")
-    cl.add_argument("--memory", default="6g", help="memory each worker offers to executors")
-    cl.add_argument(
-        "--memory-per-worker",
-        default=None,
-        help="cap each worker's executor and its Python workers at SIZE (a cgroup each, root); runs then "
-        "pass the same --memory-per-worker (docs/memory-cap.md)",
-    )
-    cl.add_argument("--port", type=int, default=7077)
-    cl.add_argument("--webui-port", type=int, default=8080, help="the master's UI; workers use the next ports")
-    cl.set_defaults(fn=cmd_cluster)
 
-    cmp = sub.add_parser(
-        "compare",
-        parents=[common],
-        help="every implementation and the peer systems (DuckDB, Kuzu, networkx, GraphX) on one graph "
-        "(exit 0 counts agree and an outside system agreed, 1 they differ, 2 bad input, 3 unverified)",
-    )
-    cmp.add_argument("--query", required=True, help="built-in name, pattern string (a-b,b-c,a-c) or YAML path")
-    cmp.add_argument("--dataset", required=True, help="registry name, generator spec (rmat:scale=12) or edge-list path")
-    cmp.add_argument("--systems", default=None, help=f"comma list to restrict to (default: all: {', '.join(compare.SYSTEMS)})")
-    cmp.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
-    cmp.add_argument(
-        "--workers", default="1,2", help="W values for bigjoin (the COST sweep); the other Spark systems run at the largest"
-    )
-    cmp.add_argument("--timeout", type=float, default=1800.0, help="seconds per system before TIM")
-    cmp.add_argument(
-        "--networkx-max-edges",
-        type=int,
-        default=None,
-        help="skip networkx above this many edges (default: the oracles' auto limit)",
-    )
-    cmp.add_argument("--results", default=None, help="directory for compare.json and compare.md")
-    cmp.add_argument(
-        "--allow-unverified",
-        action="store_true",
-        help="exit 0 when the counts agree but no system outside the project took part (still UNVERIFIED)",
-    )
-    cmp.set_defaults(fn=cmd_compare)
+def _history_flags() -> list:
+    from . import history
 
-    ds = sub.add_parser("datasets", parents=[common], help="list, fetch, verify datasets; make update streams")
-    ds.add_argument("action", choices=["list", "fetch", "verify", "convert", "stream"])
-    ds.add_argument("names", nargs="*", help="dataset names")
-    ds.add_argument("--all", action="store_true", help="verify: every shared SNAP graph")
-    ds.add_argument("--from", dest="from_path", default=None, help="fetch: use this local copy instead of downloading")
-    ds.add_argument("--no-convert", action="store_true", help="fetch: skip the conversion to Parquet")
-    ds.add_argument("--updates", default=None, help="stream: e.g. holdback=0.1,batch=1000,batches=5,deletes=0.2,seed=1")
-    ds.add_argument("--semantics", default="undirected", choices=["undirected", "directed"])
-    ds.add_argument("--out", default=None, help="stream: output file of `src dst ±1 batch` lines")
-    ds.set_defaults(fn=lambda args: __import__("harness.dataset_cli", fromlist=["cmd_datasets"]).cmd_datasets(args, console))
-    return p
+    return [
+        flag("--dir", default=None, help="event log directory (default: $HARNESS_EVENTLOG_DIR, else results/eventlogs)"),
+        flag("--port", type=int, default=history.DEFAULT_PORT, help="the History Server's port on 127.0.0.1"),
+    ]
+
+
+def _cluster_flags() -> list:
+    return [
+        flag("action", choices=["up", "down", "status"]),
+        flag("--dir", default=None, help="state, logs and the hosts' private directories (default: .cluster/)"),
+        flag(
+            "--hosts",
+            "--workers",
+            type=int,
+            default=2,
+            dest="hosts",
+            help="workers, on 127.0.0.2, 127.0.0.3, ... (the store: HARNESS_STORE, else <dir>-store)",
+        ),
+        flag(
+            "--shared-tmp",
+            action="store_true",
+            help="the old single-machine cluster: every worker on 127.0.0.1, sharing /tmp and the checkout",
+        ),
+        flag("--cores", type=int, default=1, help="cores each worker offers"),
+        flag("--memory", default="6g", help="memory each worker offers to executors"),
+        flag(
+            "--memory-per-worker",
+            default=None,
+            help="cap each worker's executor and its Python workers at SIZE (a cgroup each, root); runs then "
+            "pass the same --memory-per-worker (docs/memory-cap.md)",
+        ),
+        flag("--port", type=int, default=7077),
+        flag("--webui-port", type=int, default=8080, help="the master's UI; workers use the next ports"),
+    ]
+
+
+def _compare_flags() -> list:
+    from . import compare
+
+    return [
+        flag("--query", required=True, help=QUERY_HELP),
+        flag("--dataset", required=True, help=DATASET_HELP),
+        flag("--systems", default=None, help=f"comma list to restrict to (default: all: {', '.join(compare.SYSTEMS)})"),
+        SEMANTICS,
+        flag(
+            "--workers", default="1,2", help="W values for bigjoin (the COST sweep); the other Spark systems run at the largest"
+        ),
+        flag("--timeout", type=float, default=1800.0, help="seconds per system before TIM"),
+        flag(
+            "--networkx-max-edges",
+            type=int,
+            default=None,
+            help="skip networkx above this many edges (default: the oracles' auto limit)",
+        ),
+        flag("--results", default=None, help="directory for compare.json and compare.md"),
+        flag(
+            "--allow-unverified",
+            action="store_true",
+            help="exit 0 when the counts agree but no system outside the project took part (still UNVERIFIED)",
+        ),
+    ]
+
+
+def _datasets_flags() -> list:
+    return [
+        flag("action", choices=["list", "fetch", "verify", "convert", "stream"]),
+        flag("names", nargs="*", help="dataset names"),
+        flag("--all", action="store_true", help="verify: every shared SNAP graph"),
+        flag("--from", dest="from_path", default=None, help="fetch: use this local copy instead of downloading"),
+        flag("--no-convert", action="store_true", help="fetch: skip the conversion to Parquet"),
+        flag("--updates", default=None, help="stream: e.g. holdback=0.1,batch=1000,batches=5,deletes=0.2,seed=1"),
+        SEMANTICS,
+        flag("--out", default=None, help="stream: output file of `src dst ±1 batch` lines"),
+    ]
+
+
+def _cmd_datasets(args) -> int:
+    from .dataset_cli import cmd_datasets
+
+    return cmd_datasets(args, console)
+
+
+def commands() -> list[Command]:
+    """Every subcommand, in the order `--help` lists them."""
+    return [
+        Command("run", "run one query on one dataset with one implementation", cmd_run, _run_flags()),
+        Command("bench", "run workloads/WORKLOAD.yaml", cmd_bench, _bench_flags()),
+        Command("baseline", "record a regression baseline (clean tree only)", cmd_baseline, _baseline_flags()),
+        Command(
+            "gate", "rerun a baseline's workload and compare (exit 0 pass, 1 regression, 2 failure)", cmd_gate, _gate_flags()
+        ),
+        Command(
+            "report",
+            "tables and plots of the recorded runs (Markdown page + PNG, and one self-contained HTML page)",
+            cmd_report,
+            _report_flags(),
+            common=False,
+        ),
+        Command(
+            "history",
+            "Spark's History Server on 127.0.0.1 over the runs' event logs (until Ctrl-C)",
+            cmd_history,
+            _history_flags(),
+            common=False,
+        ),
+        Command(
+            "cluster",
+            "start/stop a Spark standalone master (127.0.0.1) and workers, each on a "
+            "loopback address of its own with a private /tmp (unshare -m)",
+            cmd_cluster,
+            _cluster_flags(),
+            common=False,
+        ),
+        Command(
+            "compare",
+            "every implementation and the peer systems (DuckDB, Kuzu, networkx, GraphX) on one graph "
+            "(exit 0 counts agree and an outside system agreed, 1 they differ, 2 bad input, 3 unverified)",
+            cmd_compare,
+            _compare_flags(),
+        ),
+        Command("datasets", "list, fetch, verify datasets; make update streams", _cmd_datasets, _datasets_flags()),
+    ]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser, built from `commands()`."""
+    parser = argparse.ArgumentParser(prog="subgraph-harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--master", default=None, help="Spark master URL (default: $SPARK_MASTER or local[*])")
+    for command in commands():
+        one = sub.add_parser(command.name, parents=[common] if command.common else [], help=command.help)
+        for item in command.flags:
+            if isinstance(item, Flag):
+                one.add_argument(*item.names, **item.options)
+            else:
+                item(one)
+        one.set_defaults(fn=command.fn)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
