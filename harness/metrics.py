@@ -32,6 +32,82 @@ def _phase_times() -> dict:
     return {**{k: 0.0 for k in _STAGE_TIMES}, "slowest_tasks_s": 0.0, "stages": 0}
 
 
+# The run's totals summed from each stage attempt's own (Spark's field names).
+_STAGE_TOTALS = {
+    "shuffle_write_records": "shuffleWriteRecords",
+    "shuffle_write_bytes": "shuffleWriteBytes",
+    "shuffle_read_records": "shuffleReadRecords",
+    "shuffle_read_bytes": "shuffleReadBytes",
+    "spill_bytes": "diskBytesSpilled",
+    "spill_memory_bytes": "memoryBytesSpilled",
+}
+
+
+def _add_attempt(totals: dict, peaks: dict, attempt: dict) -> None:
+    """One completed (or failed) stage attempt's totals and executor memory peaks."""
+    totals["stages"] += 1
+    totals["failed_tasks"] += attempt.get("numFailedTasks", 0)  # e.g. on a lost executor
+    totals["stage_retries"] += attempt["attemptId"] > 0
+    for total, name in _STAGE_TOTALS.items():
+        totals[total] += attempt.get(name, 0)
+    for k in peaks:
+        peaks[k] = max(peaks[k], (attempt.get("peakExecutorMetrics") or {}).get(k, 0))
+
+
+def _round(sid: int, attempt: dict, phase: str, tasks: list[dict], slowest: float) -> dict | None:
+    """A stage attempt that read a shuffle, as one round of the MPC model: what its tasks received."""
+    reads = [t["taskMetrics"]["shuffleReadMetrics"]["recordsRead"] for t in tasks]
+    read_bytes = [
+        t["taskMetrics"]["shuffleReadMetrics"].get("localBytesRead", 0)
+        + t["taskMetrics"]["shuffleReadMetrics"].get("remoteBytesRead", 0)
+        for t in tasks
+    ]
+    if not (attempt.get("shuffleReadRecords", 0) > 0 and reads):
+        return None
+    return {
+        "stage": sid,
+        "attempt": attempt["attemptId"],
+        "phase": phase,
+        "tasks": len(reads),
+        "records": sum(reads),
+        "bytes": attempt.get("shuffleReadBytes", 0),
+        "max_task_records": max(reads),
+        "mean_task_records": sum(reads) / len(reads),
+        "skew": (max(reads) / (sum(reads) / len(reads))) if sum(reads) else None,
+        # Bytes per task: the load where rows are blobs of many tuples (the BiGJoin family).
+        "max_task_bytes": max(read_bytes),
+        "mean_task_bytes": sum(read_bytes) / len(read_bytes),
+        "bytes_skew": (max(read_bytes) / (sum(read_bytes) / len(read_bytes))) if sum(read_bytes) else None,
+        "executor_run_s": round(attempt.get("executorRunTime", 0) / 1e3, 3),
+        "executor_cpu_s": round(attempt.get("executorCpuTime", 0) / 1e9, 3),
+        "slowest_task_s": round(slowest, 3),
+    }
+
+
+def _summary(totals: dict, per_round: list[dict], peaks: dict) -> dict:
+    """The totals with the load of the heaviest round and the memory peaks. The load L of the MPC model
+    is the largest per-worker receive in any round; the skew is reported for that round (max/mean
+    over its tasks)."""
+    heaviest = max(per_round, key=lambda r: r["max_task_records"], default=None)
+    totals = dict(totals)
+    task_peak = totals.pop("peak_exec_memory_bytes")
+    return dict(
+        totals,
+        shuffle_records=totals["shuffle_write_records"],
+        shuffle_bytes=totals["shuffle_write_bytes"],
+        rounds=len(per_round),
+        max_task_records=heaviest["max_task_records"] if heaviest else 0,
+        mean_task_records=heaviest["mean_task_records"] if heaviest else 0.0,
+        load_skew=heaviest["skew"] if heaviest else None,
+        peak_exec_memory_bytes=max(task_peak, peaks["OnHeapExecutionMemory"]),
+        task_peak_exec_memory_bytes=task_peak,
+        executor_peak_jvm_heap_bytes=peaks["JVMHeapMemory"] or None,
+        executor_peak_execution_memory_bytes=peaks["OnHeapExecutionMemory"] or None,
+        executor_peak_rss_bytes=peaks["ProcessTreeJVMRSSMemory"] or None,
+        executor_peak_python_rss_bytes=peaks["ProcessTreePythonRSSMemory"] or None,
+    )
+
+
 class SparkCounters:
     def __init__(self, spark):
         self.sc = spark.sparkContext
@@ -79,23 +155,11 @@ class SparkCounters:
         `since` (epoch seconds, the run's start) picks the executors lost during the run."""
         jobs = self._jobs(set(groups), settle_s)
         stage_ids = sorted({s for j in jobs for s in j["stageIds"]})
-        phase_of = {s: j.get("jobGroup") for j in jobs for s in j["stageIds"]}
-        totals = dict(
-            shuffle_write_records=0,
-            shuffle_write_bytes=0,
-            shuffle_read_records=0,
-            shuffle_read_bytes=0,
-            spill_bytes=0,
-            spill_memory_bytes=0,
-            peak_exec_memory_bytes=0,
-            tasks=0,
-            stages=0,
-            failed_tasks=0,
-            stage_retries=0,
-        )
-        per_round = []
+        phase_of = {s: (j.get("jobGroup") or "").rsplit(":", 1)[-1] for j in jobs for s in j["stageIds"]}
+        totals = dict.fromkeys([*_STAGE_TOTALS, "peak_exec_memory_bytes", "tasks", "stages", "failed_tasks", "stage_retries"], 0)
+        per_round: list[dict] = []
         times: dict[str, dict] = {}  # phase -> Spark's time totals over its stages
-        peaks = {k: 0 for k in _EXEC_METRICS}
+        peaks = dict.fromkeys(_EXEC_METRICS, 0)
         evicted = 0
         for sid in stage_ids:
             try:
@@ -108,76 +172,26 @@ class SparkCounters:
             for attempt in attempts:
                 if attempt["status"] not in ("COMPLETE", "FAILED"):
                     continue  # skipped: its shuffle output was reused
-                totals["stages"] += 1
-                totals["failed_tasks"] += attempt.get("numFailedTasks", 0)  # e.g. on a lost executor
-                totals["stage_retries"] += attempt["attemptId"] > 0
-                totals["shuffle_write_records"] += attempt.get("shuffleWriteRecords", 0)
-                totals["shuffle_write_bytes"] += attempt.get("shuffleWriteBytes", 0)
-                totals["shuffle_read_records"] += attempt.get("shuffleReadRecords", 0)
-                totals["shuffle_read_bytes"] += attempt.get("shuffleReadBytes", 0)
-                totals["spill_bytes"] += attempt.get("diskBytesSpilled", 0)
-                totals["spill_memory_bytes"] += attempt.get("memoryBytesSpilled", 0)
-                for k in peaks:
-                    peaks[k] = max(peaks[k], (attempt.get("peakExecutorMetrics") or {}).get(k, 0))
+                _add_attempt(totals, peaks, attempt)
                 tasks = self._get(f"/stages/{sid}/{attempt['attemptId']}/taskList?length={attempt['numTasks'] + 100}")
                 tasks = [t for t in tasks if t.get("status") == "SUCCESS" and "taskMetrics" in t]
                 totals["tasks"] += len(tasks)
-                phase = (phase_of.get(sid) or "").rsplit(":", 1)[-1]
+                phase = phase_of.get(sid, "")
                 slowest = max((t.get("duration", 0) for t in tasks), default=0) / 1e3
                 spent = times.setdefault(phase, _phase_times())
-                for key, (field, unit) in _STAGE_TIMES.items():
-                    spent[key] += attempt.get(field, 0) * unit
+                for key, (name, unit) in _STAGE_TIMES.items():
+                    spent[key] += attempt.get(name, 0) * unit
                 spent["slowest_tasks_s"] += slowest  # the stage's critical path: stages of one run follow each other
                 spent["stages"] += 1
                 for t in tasks:
                     totals["peak_exec_memory_bytes"] = max(
                         totals["peak_exec_memory_bytes"], t["taskMetrics"].get("peakExecutionMemory", 0)
                     )
-                reads = [t["taskMetrics"]["shuffleReadMetrics"]["recordsRead"] for t in tasks]
-                read_bytes = [
-                    t["taskMetrics"]["shuffleReadMetrics"].get("localBytesRead", 0)
-                    + t["taskMetrics"]["shuffleReadMetrics"].get("remoteBytesRead", 0)
-                    for t in tasks
-                ]
-                if attempt.get("shuffleReadRecords", 0) > 0 and reads:
-                    per_round.append(
-                        {
-                            "stage": sid,
-                            "attempt": attempt["attemptId"],
-                            "phase": (phase_of.get(sid) or "").rsplit(":", 1)[-1],
-                            "tasks": len(reads),
-                            "records": sum(reads),
-                            "bytes": attempt.get("shuffleReadBytes", 0),
-                            "max_task_records": max(reads),
-                            "mean_task_records": sum(reads) / len(reads),
-                            "skew": (max(reads) / (sum(reads) / len(reads))) if sum(reads) else None,
-                            # Bytes per task: the load where rows are blobs of many tuples (the BiGJoin family).
-                            "max_task_bytes": max(read_bytes),
-                            "mean_task_bytes": sum(read_bytes) / len(read_bytes),
-                            "bytes_skew": (max(read_bytes) / (sum(read_bytes) / len(read_bytes))) if sum(read_bytes) else None,
-                            "executor_run_s": round(attempt.get("executorRunTime", 0) / 1e3, 3),
-                            "executor_cpu_s": round(attempt.get("executorCpuTime", 0) / 1e9, 3),
-                            "slowest_task_s": round(slowest, 3),
-                        }
-                    )
-        # The load L of the MPC model is the largest per-worker receive in any round; the skew is
-        # reported for that heaviest round (max/mean over its tasks).
-        heaviest = max(per_round, key=lambda r: r["max_task_records"], default=None)
-        task_peak = totals.pop("peak_exec_memory_bytes")
+                received = _round(sid, attempt, phase, tasks, slowest)
+                if received is not None:
+                    per_round.append(received)
         return dict(
-            totals,
-            shuffle_records=totals["shuffle_write_records"],
-            shuffle_bytes=totals["shuffle_write_bytes"],
-            rounds=len(per_round),
-            max_task_records=heaviest["max_task_records"] if heaviest else 0,
-            mean_task_records=heaviest["mean_task_records"] if heaviest else 0.0,
-            load_skew=heaviest["skew"] if heaviest else None,
-            peak_exec_memory_bytes=max(task_peak, peaks["OnHeapExecutionMemory"]),
-            task_peak_exec_memory_bytes=task_peak,
-            executor_peak_jvm_heap_bytes=peaks["JVMHeapMemory"] or None,
-            executor_peak_execution_memory_bytes=peaks["OnHeapExecutionMemory"] or None,
-            executor_peak_rss_bytes=peaks["ProcessTreeJVMRSSMemory"] or None,
-            executor_peak_python_rss_bytes=peaks["ProcessTreePythonRSSMemory"] or None,
+            _summary(totals, per_round, peaks),
             **self._executor_summary(since),
             jobs=len(jobs),
             stages_evicted=evicted,
