@@ -24,6 +24,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from . import check_java, jvm_archive, memory_cap
 from .errors import DataError, ExecutionError
@@ -253,21 +254,7 @@ def up(
     the master lists every worker ALIVE. Isolated: each worker a host of its own sharing only `store`.
     Capped: each worker's executor and its Python workers in a memory cgroup of `cap_bytes`, one
     executor per worker (one core), offered what its heap needs whatever `memory` says."""
-    msg = check_java.problem() or (memory_cap.problem() if cap_bytes is not None else None)
-    if msg:
-        raise ExecutionError(msg)
-    if cap_bytes is not None:
-        if cores != 1:
-            raise DataError("cluster up: --memory-per-worker caps one executor per worker, so --cores must be 1")
-        memory = f"{max(cap_bytes, memory_cap.heap_bytes(cap_bytes)) >> 20}m"  # room for Spark's heap floor
-    running = load(directory)
-    if running is not None and any(_alive(pid) for pid in running.pids):
-        raise DataError(
-            f"cluster: already running at {running.url} (state in {_state_file(directory)}); `make cluster-down` first"
-        )
-    busy = [p for p in (port, webui_port, *[webui_port + 1 + i for i in range(workers)]) if not _port_free(p)]
-    if busy:
-        raise DataError(f"cluster: port {busy[0]} on {HOST} is in use; pick other ports (--port / --webui-port)")
+    memory = _checked_start(directory, workers, cores, memory, port, webui_port, cap_bytes)
     (directory / "logs").mkdir(parents=True, exist_ok=True)
     shared: list[Path] = []  # what an isolated host sees of the others'
     if isolated:
@@ -285,44 +272,60 @@ def up(
     try:
         wait_until("cluster: master", lambda: cluster.state().get("status") == "ALIVE", timeout_s, directory / "logs")
         for i in range(workers):
-            host = f"127.0.0.{i + 2}" if isolated else HOST
-            private = (directory / "hosts" / host) if isolated else None
-            work = Path("/tmp/spark-work") if isolated else directory / "work" / f"worker-{i}"
-            if not isolated:
-                work.mkdir(parents=True, exist_ok=True)
-            java_home = _capped_java(cluster, i, private) if cap_bytes is not None else None
-            cluster.worker_pids.append(
-                _spawn(
-                    directory,
-                    f"worker-{i}",
-                    [
-                        "org.apache.spark.deploy.worker.Worker",
-                        "--host",
-                        host,
-                        "--webui-port",
-                        str(webui_port + 1 + i),
-                        "--cores",
-                        str(cores),
-                        "--memory",
-                        memory,
-                        "--work-dir",
-                        str(work),
-                        cluster.url,
-                    ],
-                    host,
-                    private,
-                    shared,
-                    java_home,
-                )
-            )
-            cluster.worker_hosts.append(host)
-            _save(cluster)
+            _start_worker(cluster, i, WorkerOffer(cores, memory, webui_port + 1 + i), isolated, shared)
         alive = lambda: sum(w.get("state") == "ALIVE" for w in cluster.state().get("workers", [])) >= workers  # noqa: E731
         wait_until(f"cluster: {workers} workers", alive, timeout_s, directory / "logs")
     except BaseException:
         down(directory)
         raise
     return cluster
+
+
+def _checked_start(
+    directory: Path, workers: int, cores: int, memory: str, port: int, webui_port: int, cap_bytes: int | None
+) -> str:
+    """Refuse a start that cannot work (no Java, no cgroups for a cap, a cluster already running, a
+    port in use); returns the memory each worker offers (a capped worker: what its heap needs)."""
+    msg = check_java.problem() or (memory_cap.problem() if cap_bytes is not None else None)
+    if msg:
+        raise ExecutionError(msg)
+    if cap_bytes is not None:
+        if cores != 1:
+            raise DataError("cluster up: --memory-per-worker caps one executor per worker, so --cores must be 1")
+        memory = f"{max(cap_bytes, memory_cap.heap_bytes(cap_bytes)) >> 20}m"  # room for Spark's heap floor
+    running = load(directory)
+    if running is not None and any(_alive(pid) for pid in running.pids):
+        raise DataError(
+            f"cluster: already running at {running.url} (state in {_state_file(directory)}); `make cluster-down` first"
+        )
+    busy = [p for p in (port, webui_port, *[webui_port + 1 + i for i in range(workers)]) if not _port_free(p)]
+    if busy:
+        raise DataError(f"cluster: port {busy[0]} on {HOST} is in use; pick other ports (--port / --webui-port)")
+    return memory
+
+
+class WorkerOffer(NamedTuple):
+    """What one worker offers the master, and its UI port."""
+
+    cores: int
+    memory: str
+    webui_port: int
+
+
+def _start_worker(cluster: Cluster, i: int, offer: WorkerOffer, isolated: bool, shared: list[Path]) -> None:
+    """Worker i: on a loopback host of its own with a private /tmp (isolated), or beside the master."""
+    directory = Path(cluster.directory)
+    host = f"127.0.0.{i + 2}" if isolated else HOST
+    private = (directory / "hosts" / host) if isolated else None
+    work = Path("/tmp/spark-work") if isolated else directory / "work" / f"worker-{i}"
+    if not isolated:
+        work.mkdir(parents=True, exist_ok=True)
+    java_home = _capped_java(cluster, i, private) if cluster.cap_bytes is not None else None
+    command = ["org.apache.spark.deploy.worker.Worker", "--host", host, "--webui-port", str(offer.webui_port)]
+    command += ["--cores", str(offer.cores), "--memory", offer.memory, "--work-dir", str(work), cluster.url]
+    cluster.worker_pids.append(_spawn(directory, f"worker-{i}", command, host, private, shared, java_home))
+    cluster.worker_hosts.append(host)
+    _save(cluster)
 
 
 def _capped_java(cluster: Cluster, i: int, private: Path | None) -> Path:

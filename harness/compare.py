@@ -207,18 +207,56 @@ def execute(
 
     run_id, timestamp = run_id or results.new_run_id(), results.now_iso()
     runner = Runner(master, cmp.spark_workers)
-    spark = runner.spark
     graph, graph_load_s, _ = runner.graph(cmp.source, cmp.semantics, cmp.spark_workers)
     console.print(
         f"[bold]compare[/] {cmp.query.name} on {graph.name} ({cmp.semantics}, {graph.vertices:,} vertices, "
         f"{graph.edges:,} edges; canonical load {graph_load_s:.2f} s) -> {out_dir}"
     )
-    steps = _steps(cmp, runner, graph, run_id)
+    rows = _run_steps(_steps(cmp, runner, graph, run_id), console)
+    labels = _labels(rows)
+    base = next((r.total_s for r in rows if r.system == BASELINE and r.total_s is not None), None)
+    floor = next((r.total_s for r in rows if r.system == NATIVE and r.total_s is not None), None)
+    agreement = agree(rows, labels)
+    cost = cost_figure(rows, base)
+    exit_code = _exit_code(rows, agreement, allow_unverified)
+    title = f"compare: {cmp.query.name} on {graph.name} ({cmp.semantics})"
+    table_rows = [_cells(r, labels[id(r)], base, floor) for r in rows]
+    console.print(_rich_table(title, table_rows, [r.status for r in rows]))
+    colour = (
+        "[green]" if exit_code == 0 and agreement["verdict"] == "VERIFIED" else "[yellow]" if exit_code in (0, 3) else "[red]"
+    )
+    console.print(colour + escape(agreement["line"]) + "[/]", soft_wrap=True)
+    console.print(cost["line"], soft_wrap=True)
+    record = {
+        "schema_version": results.SCHEMA_VERSION,
+        "kind": "compare",
+        "run_id": run_id,
+        "timestamp": timestamp,
+        **_what_was_compared(cmp, graph, graph_load_s, runner.spark),
+        "rows": [
+            {"label": labels[id(r)], **r.to_json(), "over_native": _ratio(r, floor), "over_local_gj": _ratio(r, base)}
+            for r in rows
+        ],
+        "agreement": agreement,
+        "verdict": agreement["verdict"],
+        "allow_unverified": allow_unverified,
+        "cost": cost,
+        "exit_code": exit_code,
+    }
+    markdown = "\n".join([f"# {title}", "", *_markdown_table(table_rows), "", agreement["line"], "", cost["line"], ""])
+    results.write_json_atomic(out_dir / "compare.json", record)
+    results.write_text_atomic(out_dir / "compare.md", markdown)
+    console.print(f"results: {out_dir}")
+    return exit_code
+
+
+def _run_steps(steps: list, console) -> list[PeerResult]:
+    """Each system in turn, its line printed as it ends; one system's failure never stops the others."""
     rows: list[PeerResult] = []
     for i, (label, run) in enumerate(steps, start=1):
         try:
             row = run()
-        except Exception as exc:  # one system's failure never stops the others
+        except Exception as exc:
             message = (str(exc).strip().splitlines() or [""])[0][:300]
             row = PeerResult(label.split()[0], "-", "EXE", error=f"{type(exc).__name__}: {message}")
         rows.append(row)
@@ -231,35 +269,23 @@ def execute(
         )
         detail = f"count={fmt_int(row.count)} total_s={_secs(row.total_s)}" if row.status == "OK" else escape(row.error or "")
         console.print(f"[{i}/{len(steps)}] {label}: {mark} {detail}", soft_wrap=True)
+    return rows
 
-    labels = _labels(rows)
-    base = next((r.total_s for r in rows if r.system == BASELINE and r.total_s is not None), None)
-    floor = next((r.total_s for r in rows if r.system == NATIVE and r.total_s is not None), None)
-    agreement = agree(rows, labels)
-    cost = cost_figure(rows, base)
+
+def _exit_code(rows: list[PeerResult], agreement: dict, allow_unverified: bool) -> int:
     completed = sum(r.status == "OK" for r in rows)
     if agreement["disagreeing"]:
-        exit_code = 1
-    elif completed < 2:  # nothing was compared
-        exit_code = 2
-    elif agreement["verdict"] == "UNVERIFIED":
-        exit_code = 0 if allow_unverified else 3
-    else:
-        exit_code = 0
-    title = f"compare: {cmp.query.name} on {graph.name} ({cmp.semantics})"
-    table_rows = [_cells(r, labels[id(r)], base, floor) for r in rows]
-    console.print(_rich_table(title, table_rows, [r.status for r in rows]))
-    colour = (
-        "[green]" if exit_code == 0 and agreement["verdict"] == "VERIFIED" else "[yellow]" if exit_code in (0, 3) else "[red]"
-    )
-    console.print(colour + escape(agreement["line"]) + "[/]", soft_wrap=True)
-    console.print(cost["line"], soft_wrap=True)
+        return 1
+    if completed < 2:  # nothing was compared
+        return 2
+    if agreement["verdict"] == "UNVERIFIED":
+        return 0 if allow_unverified else 3
+    return 0
 
-    record = {
-        "schema_version": results.SCHEMA_VERSION,
-        "kind": "compare",
-        "run_id": run_id,
-        "timestamp": timestamp,
+
+def _what_was_compared(cmp: Comparison, graph, graph_load_s: float, spark) -> dict:
+    """The record's query, graph, parameters and provenance."""
+    return {
         "query": {
             "name": cmp.query.name,
             "pattern": cmp.query.describe(),
@@ -279,21 +305,7 @@ def execute(
         "spark": {"master": spark.sparkContext.master, "version": spark.version},
         "git": results.git_info(),
         "machine": results.machine_info(),
-        "rows": [
-            {"label": labels[id(r)], **r.to_json(), "over_native": _ratio(r, floor), "over_local_gj": _ratio(r, base)}
-            for r in rows
-        ],
-        "agreement": agreement,
-        "verdict": agreement["verdict"],
-        "allow_unverified": allow_unverified,
-        "cost": cost,
-        "exit_code": exit_code,
     }
-    markdown = "\n".join([f"# {title}", "", *_markdown_table(table_rows), "", agreement["line"], "", cost["line"], ""])
-    results.write_json_atomic(out_dir / "compare.json", record)
-    results.write_text_atomic(out_dir / "compare.md", markdown)
-    console.print(f"results: {out_dir}")
-    return exit_code
 
 
 # ---------------------------------------------------------------- agreement and COST

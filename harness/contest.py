@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from rich import box
 from rich.table import Table
 
+from .memory import PROCESS_FIELDS
 from .tables import communication, fmt_bytes, fmt_int, fmt_si
 
 FINISHED = ("OK", "UNVERIFIED")
@@ -65,10 +66,7 @@ def peak_memory(record: dict) -> int | None:
     """What the run added at its peak to the driver's Python, the driver's JVM and the JVM's Python
     workers (each peak minus its start, summed): local-gj's work shows in the first, Spark's in the others."""
     memory = record.get("metrics", {}).get("memory") or {}
-    parts = [
-        (memory.get(f"{k}_peak_bytes"), memory.get(f"{k}_start_bytes"))
-        for k in ("driver_python_rss", "driver_jvm_rss", "jvm_child_python_rss")
-    ]
+    parts = [(memory.get(f"{k}_peak_bytes"), memory.get(f"{k}_start_bytes")) for k in PROCESS_FIELDS]
     if not any(peak for peak, _ in parts):
         return None
     return sum(max(0, (peak or 0) - (start or 0)) for peak, start in parts)

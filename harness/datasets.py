@@ -122,81 +122,89 @@ def load_registry(path: Path = REGISTRY_FILE) -> dict[str, Source]:
     unknown = set(data) - allowed
     if unknown:
         raise DataError(f"{path}: unknown key '{sorted(unknown)[0]}' (allowed: {', '.join(sorted(allowed))})")
-    sources: dict[str, Source] = {}
-    manifest_ref = data.get("shared_manifest")
-    if manifest_ref:
-        manifest = _shared_path(manifest_ref, path.parent)
-        if manifest.is_file():
-            for entry in json.loads(manifest.read_text()):
-                sources[entry["name"]] = Source(
-                    name=entry["name"],
-                    kind="file",
-                    location=str(manifest.parent / entry["file"]),
-                    fmt=entry.get("format"),
-                    published=_published_from_manifest(entry),
-                    citation=entry.get("cite"),
-                    directed=entry.get("stored_as") == "directed",
-                    sha256=entry.get("sha256"),
-                    bytes=entry.get("bytes"),
-                    description=f"SNAP {entry['name']}, stored as {entry.get('stored_as')}",
-                )
+    sources = _shared_sources(data.get("shared_manifest"), path.parent)
     reference: dict = {}
     if data.get("published_counts"):
         ref_file = _shared_path(data["published_counts"], path.parent)
         if ref_file.is_file():
             reference = json.loads(ref_file.read_text()).get("graphs", {})
     for name, entry in (data.get("datasets") or {}).items():
-        where = f"{path}: datasets.{name}"
-        if not isinstance(entry, dict):
-            raise DataError(f"{where}: must be a mapping")
-        bad = set(entry) - _ENTRY_KEYS
-        if bad:
-            raise DataError(f"{where}: unknown key '{sorted(bad)[0]}'")
-        published = dict(entry.get("published") or {})
-        if "published_from" in entry:
-            if entry["published_from"] not in reference:
-                raise DataError(f"{where}: key 'published_from': '{entry['published_from']}' is not in the published counts file")
-            published = {**_published_from_reference(reference[entry["published_from"]]), **published}
-        common = dict(
-            published=published,
-            citation=entry.get("cite"),
-            description=entry.get("description", ""),
-            directed=entry.get("directed"),
-            notes=entry.get("notes", ""),
-            twin_of=entry.get("twin_of"),
-            labels=str(_shared_path(entry["labels"], REPO)) if entry.get("labels") else None,
-        )
-        if "generator" in entry:
-            kind, params = generators.parse_spec(entry["generator"])
-            sources[name] = Source(name, "generator", generators.canonical_spec(kind, params), **common)
-        elif "download" in entry:
-            dl = entry["download"]
-            if not isinstance(dl, dict) or not dl.get("urls") or not dl.get("file"):
-                raise DataError(f"{where}: key 'download' needs 'urls' and 'file'")
-            bad = set(dl) - _DOWNLOAD_KEYS
-            if bad:
-                raise DataError(f"{where}: unknown key 'download.{sorted(bad)[0]}'")
-            edge_file = dl.get("unpacked_file") or dl["file"]
-            sources[name] = Source(
-                name,
-                "file",
-                str(data_root() / name / edge_file),
-                entry.get("format"),
-                urls=tuple(dl["urls"]),
-                download_name=dl["file"],
-                sha256=dl.get("sha256"),
-                bytes=dl.get("bytes"),
-                member=dl.get("member"),
-                **common,
-            )
-        elif "file" in entry:
-            sources[name] = Source(name, "file", str((REPO / entry["file"]).resolve()), entry.get("format"), **common)
-        else:
-            raise DataError(f"{where}: needs key 'generator', 'download' or 'file'")
+        sources[name] = _registry_source(name, entry, f"{path}: datasets.{name}", reference)
     for name, source in sources.items():
         if source.twin_of is not None and (source.twin_of not in sources or not sources[source.twin_of].urls):
             raise DataError(f"{path}: datasets.{name}: key 'twin_of': '{source.twin_of}' is not a downloadable dataset")
     return sources
+
+
+def _shared_sources(manifest_ref: str | None, base: Path) -> dict[str, Source]:
+    """The shared SNAP graphs the manifest lists (none if the registry names no manifest, or it is absent)."""
+    sources: dict[str, Source] = {}
+    manifest = _shared_path(manifest_ref, base) if manifest_ref else None
+    if manifest is None or not manifest.is_file():
+        return sources
+    for entry in json.loads(manifest.read_text()):
+        sources[entry["name"]] = Source(
+            name=entry["name"],
+            kind="file",
+            location=str(manifest.parent / entry["file"]),
+            fmt=entry.get("format"),
+            published=_published_from_manifest(entry),
+            citation=entry.get("cite"),
+            directed=entry.get("stored_as") == "directed",
+            sha256=entry.get("sha256"),
+            bytes=entry.get("bytes"),
+            description=f"SNAP {entry['name']}, stored as {entry.get('stored_as')}",
+        )
+    return sources
+
+
+def _registry_source(name: str, entry, where: str, reference: dict) -> Source:
+    """One entry of the registry's `datasets`: a generator, a download or a file in the repository."""
+    if not isinstance(entry, dict):
+        raise DataError(f"{where}: must be a mapping")
+    bad = set(entry) - _ENTRY_KEYS
+    if bad:
+        raise DataError(f"{where}: unknown key '{sorted(bad)[0]}'")
+    published = dict(entry.get("published") or {})
+    if "published_from" in entry:
+        if entry["published_from"] not in reference:
+            raise DataError(f"{where}: key 'published_from': '{entry['published_from']}' is not in the published counts file")
+        published = {**_published_from_reference(reference[entry["published_from"]]), **published}
+    common = dict(
+        published=published,
+        citation=entry.get("cite"),
+        description=entry.get("description", ""),
+        directed=entry.get("directed"),
+        notes=entry.get("notes", ""),
+        twin_of=entry.get("twin_of"),
+        labels=str(_shared_path(entry["labels"], REPO)) if entry.get("labels") else None,
+    )
+    if "generator" in entry:
+        kind, params = generators.parse_spec(entry["generator"])
+        return Source(name, "generator", generators.canonical_spec(kind, params), **common)
+    if "download" in entry:
+        dl = entry["download"]
+        if not isinstance(dl, dict) or not dl.get("urls") or not dl.get("file"):
+            raise DataError(f"{where}: key 'download' needs 'urls' and 'file'")
+        bad = set(dl) - _DOWNLOAD_KEYS
+        if bad:
+            raise DataError(f"{where}: unknown key 'download.{sorted(bad)[0]}'")
+        edge_file = dl.get("unpacked_file") or dl["file"]
+        return Source(
+            name,
+            "file",
+            str(data_root() / name / edge_file),
+            entry.get("format"),
+            urls=tuple(dl["urls"]),
+            download_name=dl["file"],
+            sha256=dl.get("sha256"),
+            bytes=dl.get("bytes"),
+            member=dl.get("member"),
+            **common,
+        )
+    if "file" in entry:
+        return Source(name, "file", str((REPO / entry["file"]).resolve()), entry.get("format"), **common)
+    raise DataError(f"{where}: needs key 'generator', 'download' or 'file'")
 
 
 def resolve(spec: str) -> Source:

@@ -15,7 +15,10 @@ from contextlib import contextmanager
 import psutil
 
 INTERVAL_S = 0.1
-FIELDS = ("driver_python_rss", "driver_jvm_rss", "jvm_child_python_rss", "machine_used")
+# The run's own processes: the driver's Python, the driver's JVM and the JVM's Python workers (tables
+# and the contest show these three).
+PROCESS_FIELDS = ("driver_python_rss", "driver_jvm_rss", "jvm_child_python_rss")
+FIELDS = (*PROCESS_FIELDS, "machine_used")
 
 
 def _rss(proc: psutil.Process | None) -> int:

@@ -9,6 +9,8 @@ from rich import box
 from rich.console import Group, JustifyMethod
 from rich.table import Table
 
+from .memory import PROCESS_FIELDS
+
 
 def fmt_int(v) -> str:
     return f"{v:,}" if isinstance(v, int) else ("-" if v is None else str(v))
@@ -41,9 +43,7 @@ def _memory_cell(memory: dict) -> str:
     """The run's own peaks, sampled in its window: driver Python, driver JVM, the JVM's Python workers."""
     if not memory:
         return "-"
-    return " / ".join(
-        fmt_bytes(memory.get(f"{k}_peak_bytes")) for k in ("driver_python_rss", "driver_jvm_rss", "jvm_child_python_rss")
-    )
+    return " / ".join(fmt_bytes(memory.get(f"{k}_peak_bytes")) for k in PROCESS_FIELDS)
 
 
 def results_table(records: list[dict], title: str) -> Table:
