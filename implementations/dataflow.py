@@ -39,7 +39,7 @@ import numpy as np
 from harness import store
 from harness.errors import ExecutionError
 
-from . import distributed_index, exchange, warm
+from . import distributed_index, exchange
 from .blocks import Blocks
 from .budget import Budget
 from .constants import INT32_MAX
@@ -58,6 +58,7 @@ from .dataflow_kernels import (
 )
 from .exchange import BlobKind
 from .extension_kernels import next_owner
+from .kernel_signatures import signatures
 from .keys import partition_of
 from .match_files import MatchSink, part_name
 from .plan import ExtensionPlan
@@ -235,7 +236,7 @@ class WorkerStage:
         self.arrived: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # level -> (rows, values) queued here
         self.attempt = exchange.current_attempt()
         self.siblings: dict[int, WorkerStage] = {}  # the other extensions' workers of a DataflowGroup, by tag
-        self.signatures = warm.signatures()
+        self.signatures = signatures()
         started = time.perf_counter()
         self.ix, self.loops = job.load_index(p)
         self.blocks = job.load_blocks(p)
@@ -266,7 +267,7 @@ class WorkerStage:
 
     def run(self, received: list, final: bool):
         job = self.job
-        self.signatures = warm.signatures()  # in a DataflowGroup, the extensions before this one ran since __init__
+        self.signatures = signatures()  # in a DataflowGroup, the extensions before this one ran since __init__
         by_level: dict[int, list] = {}
         for kind, meta, arrays in received:
             if kind == BlobKind.STATS:
@@ -284,7 +285,7 @@ class WorkerStage:
             yield from self.drain()
         if by_level:
             raise ExecutionError(f"stage {self.stage}: items of level {min(by_level)} arrived after their last stage")
-        self.add(job.first, "kernels_compiled", warm.signatures() - self.signatures)
+        self.add(job.first, "kernels_compiled", signatures() - self.signatures)
         yield from self.output(final)
 
     def receive(self, level: int, blobs: list) -> None:

@@ -40,7 +40,7 @@ import numpy as np
 from harness import store
 from harness.errors import ExecutionError
 
-from . import distributed_index, exchange, warm
+from . import distributed_index, exchange
 from .constants import INT32_MAX
 from .exchange import BlobKind
 from .extension_kernels import (
@@ -51,6 +51,7 @@ from .extension_kernels import (
     next_owner,
     propose_items,
 )
+from .kernel_signatures import signatures
 from .match_files import MatchSink, part_name
 from .plan import ExtensionPlan
 
@@ -358,7 +359,7 @@ class StageBase:
         self.stats: list[np.ndarray] = []
         self.matches: list[np.ndarray] = []
         self.listed: list[np.ndarray] = []  # write_matches: this task's matches, at most the sink's limit
-        self.signatures = warm.signatures()
+        self.signatures = signatures()
 
     def add(self, name: str, value) -> None:
         self.record[F[name]] += int(value)
@@ -399,7 +400,7 @@ class StageBase:
     def output(self, tokens: list[int], payloads: list[exchange.Blob], final: bool):
         """The data blobs plus this worker's counters and matches: to itself for the next stage, or
         (after the last stage) to the driver."""
-        self.add("kernels_compiled", warm.signatures() - self.signatures)
+        self.add("kernels_compiled", signatures() - self.signatures)
         if self.listed:
             job = self.job
             assert job.sink is not None
