@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import glob
 import itertools
-import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -62,12 +60,11 @@ from .kernel_signatures import signatures
 from .keys import partition_of
 from .match_files import MatchSink, part_name
 from .plan import ExtensionPlan
-from .prefix_extension import FIELDS, Chunk, F
+from .prefix_extension import FIELDS, Chunk, F, chunk_glob, chunk_path, stage_of
 
 # A candidate list longer than this is proposed as several items (same prefix, consecutive parts),
 # so no item, and no blob, outgrows what one Arrow buffer should carry.
 MAX_ITEM_VALUES = 4 << 20
-_STAGE_IN_NAME = re.compile(r"-s(\d+)-a(\d+)\.bin$")
 
 
 def hops(plan: ExtensionPlan, level: int, workers: int) -> int:
@@ -153,7 +150,7 @@ class DataflowJob:
     def chunk_path(self, level: int, worker: int, stage: int, attempt: int) -> str:
         """Named by the writing task attempt, as in prefix_extension: the driver reads the attempts
         whose results it received."""
-        return os.path.join(self.run_dir, f"L{level}", f"p{worker}", f"j{self.job_id:06d}-s{stage:03d}-a{attempt}.bin")
+        return chunk_path(self.run_dir, level, worker, self.job_id, stage, attempt)
 
     def queued_chunk_path(self, group: int, worker: int, stage: int, attempt: int) -> str:
         return self.chunk_path(group - self.tag + 1, worker, stage, attempt)
@@ -446,12 +443,11 @@ class WorkerStage:
         this job's earlier stages (one attempt per stage; their work is read from the file)."""
         job = self.job
         files: list[tuple[str, int | None]] = [(c.path, c.work) for c in job.queues.get(level, [[]] * job.workers)[self.p]]
-        pattern = os.path.join(job.run_dir, f"L{level}", f"p{self.p}", f"j{job.job_id:06d}-s*-a*.bin")
         per_stage: dict[int, str] = {}
-        for path in sorted(glob.glob(pattern)):
-            found = _STAGE_IN_NAME.search(path)
-            if found and int(found.group(1)) <= self.stage:
-                per_stage.setdefault(int(found.group(1)), path)
+        for path in sorted(glob.glob(chunk_glob(job.run_dir, level, self.p, job.job_id))):
+            stage = stage_of(path)
+            if stage is not None and stage <= self.stage:
+                per_stage.setdefault(stage, path)
         return files + [(per_stage[s], None) for s in sorted(per_stage)]
 
     def window(self, level: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

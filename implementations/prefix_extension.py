@@ -143,10 +143,7 @@ class ExtensionJob:
         return hops + int(p.rel_count[j + 1]) + 1 if j + 1 < p.m else hops
 
     def chunk_path(self, level: int, worker: int, stage: int, attempt: int, group: int | None = None) -> str:
-        """Named by the writing task attempt: a re-executed task (lost executor) writes a file of its own,
-        and the driver reads only the files of the attempts whose results it received."""
-        group = self.group if group is None else group
-        return os.path.join(self.run_dir, f"L{level}", f"p{worker}", f"j{self.job_id:06d}-g{group}-s{stage}-a{attempt}.bin")
+        return chunk_path(self.run_dir, level, worker, self.job_id, stage, attempt, self.group if group is None else group)
 
     def queued_chunk_path(self, group: int, worker: int, stage: int, attempt: int) -> str:
         """The chunk a stats row with `queued_rows` names: the level after the job's."""
@@ -313,7 +310,28 @@ def read_queue(path: str) -> _Items:
     return unpack_items(kind, meta, arrays)
 
 
+def chunk_path(run_dir: str, level: int, worker: int, job_id: int, stage: int, attempt: int, group: int | None = None) -> str:
+    """A queued chunk's file, the one place its name is written: named by the writing task attempt, so a
+    re-executed task (lost executor) writes a file of its own and the driver reads only the files of the
+    attempts whose results it received. A one-level job names its extension's `group`; the pipelined
+    dataflow's levels have folders of their own."""
+    grouped = "" if group is None else f"-g{group}"
+    return os.path.join(run_dir, f"L{level}", f"p{worker}", f"j{job_id:06d}{grouped}-s{stage:03d}-a{attempt}.bin")
+
+
+def chunk_glob(run_dir: str, level: int, worker: int, job_id: int) -> str:
+    """Every chunk one job's stages wrote for one worker at one level (no group: the dataflow's)."""
+    return os.path.join(run_dir, f"L{level}", f"p{worker}", f"j{job_id:06d}-s*-a*.bin")
+
+
+_STAGE_IN_NAME = re.compile(r"-s(\d+)-a(\d+)\.bin$")
 _JOB_IN_NAME = re.compile(r"j(\d{6})")
+
+
+def stage_of(path: str) -> int | None:
+    """The stage that wrote a chunk, from its name (`chunk_path`); None for another file."""
+    found = _STAGE_IN_NAME.search(path)
+    return int(found.group(1)) if found else None
 
 
 def _job_of(relative: str) -> int:
