@@ -283,6 +283,15 @@ def cmd_bench(args) -> int:
     return 0 if all(passes(r) for r in records) else 2
 
 
+def _time_limits(args, wl) -> tuple[float, float]:
+    """The time threshold and the least slowdown that counts: the flags', else the workload's, else the gate's defaults."""
+    from . import gate
+
+    threshold = next(v for v in (args.threshold, wl.time_threshold, gate.DEFAULT_TIME_THRESHOLD) if v is not None)
+    min_seconds = next(v for v in (args.min_seconds, wl.min_seconds, gate.DEFAULT_MIN_SECONDS) if v is not None)
+    return threshold, min_seconds
+
+
 def cmd_baseline(args) -> int:
     from . import gate
     from .results import git_info
@@ -294,8 +303,7 @@ def cmd_baseline(args) -> int:
     name = args.name or _slug(wl.name if wl.tier == "default" else f"{wl.name}-{wl.tier}")
     path = gate.BASELINE_DIR / f"{name}.json"
     records = _execute(wl, args.master, RESULTS_DIR / "runs" / f"{new_run_id()}-baseline-{name}")
-    threshold = next(v for v in (args.threshold, wl.time_threshold, gate.DEFAULT_TIME_THRESHOLD) if v is not None)
-    min_seconds = next(v for v in (args.min_seconds, wl.min_seconds, gate.DEFAULT_MIN_SECONDS) if v is not None)
+    threshold, min_seconds = _time_limits(args, wl)
     baseline = gate.make_baseline(name, args.workload, args.tier, records, threshold, min_seconds)
     write_json_atomic(path, baseline)
     console.print(
@@ -314,8 +322,7 @@ def _gate_against(args) -> tuple[dict, list[dict], Path, Path]:
     commit = gate.commit_of(args.against)
     trials = max(args.trials, gate.MIN_TRIALS)
     wl = _checked_workload(args.workload, args.tier, trials)
-    threshold = next(v for v in (args.threshold, wl.time_threshold, gate.DEFAULT_TIME_THRESHOLD) if v is not None)
-    min_seconds = next(v for v in (args.min_seconds, wl.min_seconds, gate.DEFAULT_MIN_SECONDS) if v is not None)
+    threshold, min_seconds = _time_limits(args, wl)
     name = _slug(f"{wl.name if wl.tier == 'default' else f'{wl.name}-{wl.tier}'}-against-{commit[:7]}")
     out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-gate-{name}"
     baseline, records = gate.paired_against(

@@ -20,7 +20,6 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from harness import store
 from harness.errors import DataError
 from harness.memory_cap import CAP_CONF, IDLE_CONF
 from harness.params import human
@@ -251,23 +250,14 @@ class BiGJoin(Implementation):
         of the attempts whose results it received. With a limit, no job starts once the jobs so far
         found that many (each task writes at most the limit, and the last file is cut to it by Spark);
         first_match_s is the end of the first job that found one."""
-        sink = None
-        run_ids = None
+        with match_files.sink_for(self.ctx.spec, path, self.index.ids, limit) as sink:
+            self._listing = _Listing(sink, limit, time.perf_counter())
+            try:
+                count, counters, _ = self._run(0)
+            finally:
+                self._listing = None
         if path is not None:
-            run_ids = store.new_scratch("ids")
-            store.save_to_store(str(run_ids / "ids.npy"), self.index.ids)
-            sink = MatchSink.of(self.ctx.spec, path, str(run_ids / "ids.npy"), limit)
-        self._listing = _Listing(sink, limit, time.perf_counter())
-        try:
-            count, counters, _ = self._run(0)
-        finally:
-            self._listing = None
-            if run_ids is not None:
-                shutil.rmtree(run_ids, ignore_errors=True)
-        if path is not None:
-            match_files.keep_accepted(path, self._accepted)
-            if limit is not None:
-                match_files.trim(self.ctx.spark, path, limit)
+            match_files.finish(self.ctx.spark, path, self._accepted, limit)
         return Listed(
             count if limit is None else min(limit, count),
             counters.report(self.index, self.budget_fields(), self.index_reused),

@@ -447,14 +447,11 @@ class _BalancedStage(StageBase):
     def _count_matches(self, state: Requests) -> None:
         n = len(state.value)
         self.add("counted", n)
-        if self.job.sink is not None:
-            take = min(n, self.sink_room())
-            if take:
-                self.listed.append(np.column_stack([state.prefix[state.item[:take]], state.value[:take]]))
-        elif self.job.match_limit and n:
-            take = min(n, self.job.match_limit)
+        sink = self.job.sink
+        take = min(n, self.job.match_limit if sink is None else sink.room(self.listed))
+        if take:  # written to the sink's file, or kept as the driver's sample
             rows = np.column_stack([state.prefix[state.item[:take]], state.value[:take]])
-            self.matches.append(rows.astype(np.int32))
+            (self.matches if sink is None else self.listed).append(rows.astype(np.int32))
 
 
 def split_work(work: np.ndarray, workers: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

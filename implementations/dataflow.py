@@ -58,7 +58,7 @@ from .exchange import BlobKind
 from .extension_kernels import next_owner
 from .kernel_signatures import signatures
 from .keys import partition_of
-from .match_files import MatchSink, part_name
+from .match_files import MatchSink
 from .plan import ExtensionPlan
 from .prefix_extension import FIELDS, Chunk, F, chunk_glob, chunk_path, stage_of
 
@@ -370,7 +370,7 @@ class WorkerStage:
         if level + 1 < self.plan.m:
             return 1 << 62
         if self.job.sink is not None:
-            return max(0, self.job.sink.limit - sum(len(m) for m in self.listed))
+            return self.job.sink.room(self.listed)
         return max(0, self.job.match_limit - sum(len(m) for m in self.matches))
 
     def route_candidates(self, level: int, rows: np.ndarray, values: np.ndarray, counted: int) -> None:
@@ -563,7 +563,7 @@ class WorkerStage:
             with self.clock(self.plan.m - 1, "io_us"):
                 job = self.job
                 assert job.sink is not None
-                job.sink.write(part_name(job.job_id, self.stage, self.p, self.attempt), np.concatenate(self.listed))
+                job.sink.write_task(job.job_id, self.stage, self.p, self.attempt, self.listed)
         stats = np.concatenate(self.carried + [self.records[level][None, :] for level in sorted(self.records)])
         tag = self.job.tag
         side = [exchange.pack(BlobKind.STATS, self.p, [stats.ravel()], (*stats.shape, tag))]

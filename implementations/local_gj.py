@@ -549,12 +549,25 @@ def work_slices(degree: np.ndarray, first_work: float) -> Iterator[tuple[int, in
     """Slices [lo, hi) of first-position vertices by estimated work (1 + degree² a vertex), the first
     about `first_work`, each next one 4x the last: a limited listing stops soon after its first
     matches, and an unlimited one makes few kernel calls."""
-    estimate = np.concatenate([[0.0], np.cumsum(1.0 + degree.astype(np.float64) ** 2)])
-    lo, target, n = 0, first_work, len(degree)
-    while lo < n:
-        hi = min(n, max(lo + 1, int(np.searchsorted(estimate, estimate[lo] + target, side="right")) - 1))
+    estimate = work_estimate(degree)
+    lo, target = 0, first_work
+    while lo < len(degree):
+        hi = slice_end(estimate, lo, target)
         yield lo, hi
         lo, target = hi, target * 4
+
+
+def work_estimate(degree: np.ndarray) -> np.ndarray:
+    """The estimated work of the first-position vertices before each, 1 + degree² a vertex: work climbs
+    steeply towards the high-degree end of the ranking, a vertex count would not."""
+    d = degree.astype(np.float64)
+    return np.concatenate([[0.0], np.cumsum(1.0 + d * d)])
+
+
+def slice_end(estimate: np.ndarray, lo: int, work: float) -> int:
+    """The end of the slice from `lo` that holds about `work` (at least one vertex)."""
+    n = len(estimate) - 1
+    return min(n, max(lo + 1, int(np.searchsorted(estimate, estimate[lo] + work, side="right")) - 1))
 
 
 def _parquet_writer(path: str, spec) -> pq.ParquetWriter:
@@ -611,14 +624,12 @@ class LocalGenericJoin(Implementation):
         per vertex, at the rate the last slice ran: work per vertex climbs steeply towards the
         high-degree end of the ranking, a vertex count would not. `rate`: the estimated work per second
         the first slice (a short probe) assumes."""
-        degree = self.degree.astype(np.float64)
-        estimate = np.concatenate([[0.0], np.cumsum(1.0 + degree * degree)])
+        estimate = work_estimate(self.degree)
         lo = 0
         while lo < self.n:
             if self.ctx.cancelled.is_set():
                 raise RunCancelled(f"local-gj stopped at vertex {lo:,} of {self.n:,}")
-            target = estimate[lo] + max(1.0, rate * CHUNK_S)
-            hi = min(self.n, max(lo + 1, int(np.searchsorted(estimate, target, side="right")) - 1))
+            hi = slice_end(estimate, lo, max(1.0, rate * CHUNK_S))
             started = time.perf_counter()
             yield lo, hi
             took = max(time.perf_counter() - started, 1e-4)

@@ -6,12 +6,15 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness import store
 from harness.query import JoinSpec
 
 
@@ -56,6 +59,14 @@ class MatchSink(NamedTuple):
     def of(cls, spec: JoinSpec, directory: str, ids: str | None, limit: int | None) -> MatchSink:
         return cls(directory, ids, columns_of(spec), limit or (1 << 62))
 
+    def room(self, listed: list[np.ndarray]) -> int:
+        """How many more matches a task that has `listed` these may write (at most the limit in all)."""
+        return max(0, self.limit - sum(len(rows) for rows in listed))
+
+    def write_task(self, job: int, stage: int, worker: int, attempt: int, listed: list[np.ndarray]) -> None:
+        """One task attempt's listed matches, in its own file (`part_name`)."""
+        self.write(part_name(job, stage, worker, attempt), np.concatenate(listed))
+
     def write(self, name: str, ranks: np.ndarray) -> None:
         """Rows of ranks (attribute order) as original ids in a Parquet file of their own, complete or absent."""
         with self.part(name) as part:
@@ -96,6 +107,32 @@ class PartFile:
             os.replace(self.staging, self.path)
         else:
             os.remove(self.staging)
+
+
+@contextmanager
+def sink_for(spec: JoinSpec, path: str | None, ids: np.ndarray | None, limit: int | None) -> Iterator[MatchSink | None]:
+    """The sink a distributed listing's tasks write to (None without a path), with the rank -> id map
+    saved in the store for them (`ids` None: the rows hold the graph's own ids), removed when the
+    listing ends."""
+    if path is None:
+        yield None
+        return
+    scratch = None if ids is None else store.new_scratch("ids")
+    try:
+        if scratch is not None:
+            store.save_to_store(str(scratch / "ids.npy"), ids)
+        yield MatchSink.of(spec, path, None if scratch is None else str(scratch / "ids.npy"), limit)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def finish(spark, directory: str, accepted: set[str], limit: int | None) -> None:
+    """After a distributed listing: the files of the attempts the driver received (`keep_accepted`),
+    the last cut to the limit (`trim`)."""
+    keep_accepted(directory, accepted)
+    if limit is not None:
+        trim(spark, directory, limit)
 
 
 def part_name(job: int, stage: int, worker: int, attempt: int) -> str:

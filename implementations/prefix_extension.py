@@ -52,7 +52,7 @@ from .extension_kernels import (
     propose_items,
 )
 from .kernel_signatures import signatures
-from .match_files import MatchSink, part_name
+from .match_files import MatchSink
 from .plan import ExtensionPlan
 
 
@@ -382,11 +382,6 @@ class StageBase:
     def add(self, name: str, value) -> None:
         self.record[F[name]] += int(value)
 
-    def sink_room(self) -> int:
-        """How many more matches this task's file takes (write_matches: at most the sink's limit)."""
-        assert self.job.sink is not None
-        return max(0, self.job.sink.limit - sum(len(r) for r in self.listed))
-
     @contextmanager
     def clock(self, name: str):
         """Adds the block's wall time to the `name` clock (one of PYTHON_CLOCKS)."""
@@ -423,8 +418,7 @@ class StageBase:
             job = self.job
             assert job.sink is not None
             with self.clock("io_us"):
-                name = part_name(job.job_id, self.stage, self.p, int(self.record[F["attempt"]]))
-                job.sink.write(name, np.concatenate(self.listed))
+                job.sink.write_task(job.job_id, self.stage, self.p, int(self.record[F["attempt"]]), self.listed)
         self.stats.append(self.record[None, :])
         stats = np.concatenate(self.stats)
         group = self.job.group

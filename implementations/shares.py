@@ -12,7 +12,6 @@ token per cell), so the rows shipped are real shuffle records; only the per-cell
 from __future__ import annotations
 
 import math
-import shutil
 import time
 from typing import NamedTuple
 
@@ -21,7 +20,6 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness import store
 from harness.errors import ExecutionError
 from harness.query import in_query_order
 
@@ -220,27 +218,15 @@ class Shares(Implementation):
         of the attempts whose results it received. A limit stops each cell after its slice that reaches
         it (the shuffle still ships everything, as Shares has one round), and the last file is cut to it
         by Spark. first_match_s is the end of the one Spark job: the driver learns of matches no sooner."""
-        run_ids = None
-        sink = None
-        if path is not None:
-            ids_file = None  # directed: the cells ship the graph's own ids
-            if self.ids is not None:
-                run_ids = store.new_scratch("ids")
-                ids_file = str(run_ids / "ids.npy")
-                store.save_to_store(ids_file, self.ids)
-            sink = MatchSink.of(self.ctx.spec, path, ids_file, limit)
-        started = time.perf_counter()
-        try:
+        # self.ids None (directed): the cells ship the graph's own ids
+        with match_files.sink_for(self.ctx.spec, path, self.ids, limit) as sink:
+            started = time.perf_counter()
             cells = self._run(0, CellListing(sink, limit))
-        finally:
-            if run_ids is not None:
-                shutil.rmtree(run_ids, ignore_errors=True)
         took = time.perf_counter() - started
         found = sum(c.found for c in cells)
         if path is not None:
-            match_files.keep_accepted(path, {part_name(0, 0, c.cell, c.attempt) for c in cells if c.attempt >= 0})
-            if limit is not None:
-                match_files.trim(self.ctx.spark, path, limit)
+            accepted = {part_name(0, 0, c.cell, c.attempt) for c in cells if c.attempt >= 0}
+            match_files.finish(self.ctx.spark, path, accepted, limit)
         outcome = self._outcome(cells)
         return Listed(
             found if limit is None else min(limit, found),
