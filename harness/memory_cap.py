@@ -24,7 +24,7 @@ from pathlib import Path
 
 from . import check_java
 from .errors import DataError
-from .params import parse_size
+from .params import CAP_CONF, parse_size
 
 V1_ROOT = Path("/sys/fs/cgroup/memory")
 V2_ROOT = Path("/sys/fs/cgroup")
@@ -192,12 +192,6 @@ def parse_cap(text: str, key: str = "--memory-per-worker") -> int:
 def heap_bytes(cap: int) -> int:
     """The executor heap (-Xmx) a worker capped at `cap` bytes gets (Spark's floor, even over the cap)."""
     return max(MIN_HEAP, int(cap * HEAP_SHARE)) >> 20 << 20
-
-
-CAP_CONF = "spark.harness.memoryPerWorker"  # the cap in bytes, for what sizes itself from it (BiGJoin's budget)
-# The busiest worker's resident bytes as a capped run begins (runtime SQL conf, set per run): the part of
-# the cap already taken by the executor JVM and its Python workers.
-IDLE_CONF = "spark.harness.idlePerWorker"
 
 
 def executor_conf(cap: int) -> dict[str, str]:

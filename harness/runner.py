@@ -34,7 +34,7 @@ from .errors import DataError, ExecutionError, HarnessError, MemoryCapExceeded, 
 from .memory import MemorySampler
 from .metrics import SparkCounters
 from .oracles import Pattern
-from .params import Param, human, resolve
+from .params import IDLE_CONF, Param, human, resolve
 from .query import JoinSpec, Query, load_query, make_join_spec
 from .spark_floor import floor_seconds
 from .verify import ORACLE_CHOICES
@@ -462,7 +462,7 @@ class Runner:
         spark = self.spark
         if self._capped is not None:
             self._capped.begin()
-            spark.conf.set(memory_cap.IDLE_CONF, str(max(self._capped.idle, default=0)))
+            spark.conf.set(IDLE_CONF, str(max(self._capped.idle, default=0)))
         spark_factory.set_workers(spark, req.workers)
         record["spark"] = {
             "master": spark.sparkContext.master,

@@ -20,6 +20,7 @@ import numpy as np
 from harness import store
 
 from . import distributed_index, exchange
+from .arrays import mapped
 from .distributed_index import PartitionedIndex, max_over_mean
 from .exchange import BlobKind
 from .keys import edge_code, find_sorted
@@ -172,7 +173,7 @@ def _gather(root: str):
         store.save_array(os.path.join(directory, "resolver_codes.npy"), code[order])
         store.save_array(os.path.join(directory, "resolver_values.npy"), value[order])
         store.save_array(os.path.join(directory, "edges.npy"), edge)
-        keys = len(distributed_index.mapped(os.path.join(directory, "count_keys.npy")))  # written by _scatter, maybe elsewhere
+        keys = len(mapped(os.path.join(directory, "count_keys.npy")))  # written by _scatter, maybe elsewhere
         yield from exchange.blob_batches([-1], [exchange.pack(0, p, [np.zeros(0, np.int8)], (keys, len(code), len(edge)))])
 
     return gather
@@ -185,7 +186,7 @@ class Partition:
 
     def __init__(self, root: str, p: int):
         d = os.path.join(root, f"p{p}")
-        m = distributed_index.mapped
+        m = mapped
         self.count_keys, self.degrees = m(os.path.join(d, "count_keys.npy")), m(os.path.join(d, "degrees.npy"))
         self.resolver_codes, self.resolver_values = (
             m(os.path.join(d, "resolver_codes.npy")),

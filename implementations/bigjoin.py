@@ -21,26 +21,18 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from harness.errors import DataError
-from harness.memory_cap import CAP_CONF, IDLE_CONF
-from harness.params import human
+from harness.params import CAP_CONF, IDLE_CONF, human
 from harness.query import JoinSpec, in_query_order
 
 from . import distributed_index, exchange, match_files
 from .base import Implementation, Listed, Outcome, Param, RunContext
 from .budget import COPY_FACTOR, Budget, capped_budget, default_budget, parse_size, worker_memory
 from .dataflow import DataflowGroup, DataflowJob
+from .extension_items import Chunk
+from .extension_job import JobResult, run_job, run_locally
+from .extension_stage import FIELDS, PYTHON_CLOCKS, RECEIVED, F
 from .match_files import MatchSink, part_name
 from .plan import ExtensionPlan
-from .prefix_extension import (
-    FIELDS,
-    PYTHON_CLOCKS,
-    RECEIVED,
-    Chunk,
-    F,
-    JobResult,
-    run_job,
-    run_locally,
-)
 
 DEFAULT_BATCH = 1 << 22
 DEFAULT_LOCAL_BUDGET = 1 << 30  # `in_process` runs without Spark, so without its memory settings
@@ -207,7 +199,7 @@ class BiGJoin(Implementation):
 
     @classmethod
     def in_process(cls, spec: JoinSpec, workers: int, index, budget: Budget | None = None, params: dict | None = None):
-        """An instance whose jobs run in this process (`prefix_extension.run_locally`) on a given
+        """An instance whose jobs run in this process (`extension.job.run_locally`) on a given
         index (of the kind `prepare` builds): the same code on the same argument types, without
         Spark. The warm-up runs it, and the tests run many W and budgets through it quickly. Call
         `extend` (the pipelined dataflow) or `extend_by_level` (`job_class`)."""

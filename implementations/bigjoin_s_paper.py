@@ -13,7 +13,7 @@ that it can be run and compared as published. Everything that differs from BiGJo
 4. Batching: the deepest level where *every* worker has B' proposal work waiting.
 
 Shared with BiGJoin: the plan, the scheduler loop and its counters, the per-worker queues and their
-work windows, the blob exchange and the job driver (`prefix_extension.run_job`).
+work windows, the blob exchange and the job driver (`extension.job.run_job`).
 
 Counts come from the count index, which holds whole-list sizes: order constraints (symmetry
 breaking) are applied to the resolved candidates, not to the counts."""
@@ -45,20 +45,12 @@ from .bigjoin import LEVEL_PARAMS, Batches, BiGJoin
 from .constants import BOTH, FORWARD, REVERSE
 from .distributed_index import PartitionedIndex
 from .exchange import BlobKind
+from .extension_items import ITEM_KINDS, Operator, _Items, concat_items, pack_items, take_window, unpack_items
+from .extension_job import ExtensionJob
 from .extension_kernels import filter_candidates
+from .extension_stage import StageBase
 from .keys import edge_code, partition_of
 from .plan import ExtensionPlan
-from .prefix_extension import (
-    ITEM_KINDS,
-    ExtensionJob,
-    Operator,
-    StageBase,
-    _concat,
-    _Items,
-    pack_items,
-    take_window,
-    unpack_items,
-)
 
 MAX_LOOKUPS_PER_BLOB = 4 << 20
 
@@ -307,7 +299,7 @@ class _BalancedStage(StageBase):
 
     def _queue_ranges(self, data) -> None:
         parts = [unpack_items(kind, meta, arrays) for kind, meta, arrays in data if kind == BlobKind.RANGES]
-        ranges = _concat(parts, Ranges.empty(self.job.level + 1))
+        ranges = concat_items(parts, Ranges.empty(self.job.level + 1))
         self.add("received_ranges", len(ranges.prefix))
         if len(ranges.prefix):
             self.queue(ranges)

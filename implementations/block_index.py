@@ -22,8 +22,9 @@ import numpy as np
 from harness import store
 
 from . import distributed_index, exchange
+from .arrays import mapped, readonly
 from .blocks import Blocks
-from .distributed_index import PartitionedIndex, mapped, max_over_mean, readonly
+from .distributed_index import PartitionedIndex, max_over_mean
 from .exchange import BlobKind
 from .keys import partition_of
 

@@ -17,7 +17,7 @@ Items are int32 rows (see `dataflow_kernels`): candidate rows (prefix, mask, len
 values, prefix rows (prefix, mask, min_rel, min_count). Received blobs are read in place (views of
 the shuffle's Arrow buffers); intersect writes the survivors once, and every item bound for another
 worker is written once more, straight into that worker's blob. A prefix that reaches its proposer is
-queued in a chunk file (as in `prefix_extension`), which the driver's `Batches` tracks.
+queued in a chunk file (as in `extension.items`), which the driver's `Batches` tracks.
 
 What a finished candidate becomes is the one place the variants differ (`DataflowJob.finish`)."""
 
@@ -55,12 +55,13 @@ from .dataflow_kernels import (
     split_ranges,
 )
 from .exchange import BlobKind
+from .extension_items import Chunk, chunk_glob, chunk_path, stage_of
 from .extension_kernels import next_owner
+from .extension_stage import FIELDS, F
 from .kernel_signatures import signatures
 from .keys import partition_of
 from .match_files import MatchSink
 from .plan import ExtensionPlan
-from .prefix_extension import FIELDS, Chunk, F, chunk_glob, chunk_path, stage_of
 
 # A candidate list longer than this is proposed as several items (same prefix, consecutive parts),
 # so no item, and no blob, outgrows what one Arrow buffer should carry.
@@ -148,7 +149,7 @@ class DataflowJob:
         return [(level, self.tag + level, self.offsets[level], self.level_hops(level)) for level in self.levels]
 
     def chunk_path(self, level: int, worker: int, stage: int, attempt: int) -> str:
-        """Named by the writing task attempt, as in prefix_extension: the driver reads the attempts
+        """Named by the writing task attempt, as in extension.items: the driver reads the attempts
         whose results it received."""
         return chunk_path(self.run_dir, level, worker, self.job_id, stage, attempt)
 

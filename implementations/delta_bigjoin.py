@@ -46,9 +46,9 @@ from .dataflow import TAG_STRIDE, DataflowGroup, DataflowJob, WorkerStage, full_
 from .dataflow_kernels import extend_rows
 from .delta_sharing import SharedRun, share_tree
 from .extension_kernels import filter_candidates
+from .extension_stage import F as FIELD
 from .keys import partition_of
 from .plan import ExtensionPlan
-from .prefix_extension import F as FIELD
 
 F_GROUP, F_COUNTED, F_PROPOSALS = FIELD["group"], FIELD["counted"], FIELD["proposals"]
 

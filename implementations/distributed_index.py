@@ -25,6 +25,7 @@ from harness import store
 from harness.errors import DataError
 
 from . import exchange
+from .arrays import mapped, readonly
 from .csr import build_csr, dense_vertices, vertex_ranks
 from .exchange import BlobKind
 from .extension_kernels import Changes, IndexPartition, Lists
@@ -324,13 +325,6 @@ def partition_builder(root: str, vertices: int):
     return build_one
 
 
-def readonly(a: np.ndarray) -> np.ndarray:
-    """Every array the kernels read is read-only, so numba compiles one version of each kernel for
-    static and versioned indices alike (and the first count warms up what later batches use)."""
-    a.setflags(write=False)
-    return a
-
-
 _loaded: dict[tuple[str, int], tuple[IndexPartition, np.ndarray]] = {}
 NO_CHANGES = Changes(
     *(
@@ -357,12 +351,3 @@ def load_partition(root: str, p: int) -> tuple[IndexPartition, np.ndarray]:
         lists = Lists.of(*(mapped(os.path.join(directory, f"{name}.npy")) for name in LIST_FILES))
         _loaded[key] = (IndexPartition(lists, NO_CHANGES), mapped(os.path.join(root, "loops.npy")))
     return _loaded[key]
-
-
-def mapped(stored: str) -> np.ndarray:
-    """This host's copy of a store file, memory-mapped."""
-    path = store.local_copy(stored)
-    try:
-        return np.asarray(np.load(path, mmap_mode="r"))  # a plain read-only view, which numba accepts
-    except ValueError:  # numpy cannot map an empty array
-        return readonly(np.load(path))

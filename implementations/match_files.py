@@ -17,6 +17,8 @@ import pyarrow.parquet as pq
 from harness import store
 from harness.query import JoinSpec
 
+from .arrays import mapped
+
 
 def schema(spec: JoinSpec) -> pa.Schema:
     return pa.schema([(a, pa.int64()) for a in spec.query.attributes])
@@ -74,8 +76,6 @@ class MatchSink(NamedTuple):
 
     def part(self, name: str) -> PartFile:
         """A Parquet file of its own, appended to batch by batch (`PartFile`)."""
-        from .distributed_index import mapped
-
         return PartFile(self, os.path.join(self.directory, name), None if self.ids is None else mapped(self.ids))
 
 

@@ -35,8 +35,9 @@ from numba import njit
 from harness import store
 
 from . import distributed_index, exchange
+from .arrays import mapped, readonly
 from .csr import lower_bound
-from .distributed_index import LIST_FILES, NO_CHANGES, mapped, max_over_mean, readonly
+from .distributed_index import LIST_FILES, NO_CHANGES, max_over_mean
 from .exchange import BlobKind
 from .extension_kernels import Changes, IndexPartition, Lists
 from .keys import edge_code, find_sorted, partition_of

@@ -13,7 +13,7 @@ from harness.query import BUILTINS, make_join_spec
 from implementations import RunContext
 from implementations.bigjoin import Batches, next_level
 from implementations.bigjoin_s_paper import AllWorkersFull, split_work
-from implementations.prefix_extension import Chunk
+from implementations.extension_items import Chunk
 
 # The paper's design is slower (about 30 s for both tests): `make test-thorough` runs it.
 BOTH_DESIGNS = ["bigjoin-s", pytest.param("bigjoin-s-paper", marks=pytest.mark.thorough)]
@@ -114,7 +114,7 @@ def test_pruning_local_copies_knows_the_job_of_every_run_file(tmp_path):
     import os
 
     from implementations.bigjoin_s_paper import BalancedJob
-    from implementations.prefix_extension import _job_of
+    from implementations.extension_items import _job_of
 
     job = BalancedJob(
         index_root="",

@@ -13,13 +13,13 @@ from harness import datasets, generators
 from harness.query import load_query, make_join_spec
 from implementations import distributed_index
 from implementations.csr import build_csr, difference, intersect
+from implementations.extension_items import Prefixes
 from implementations.extension_kernels import (
     count_items,
     intersect_items,
     propose_items,
 )
 from implementations.plan import ExtensionPlan
-from implementations.prefix_extension import Prefixes
 
 SCALE = 12
 
