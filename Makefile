@@ -18,10 +18,10 @@ MICRO := $(PY) -m pytest -q -p no:cacheprovider tests/benchmarks --benchmark-ena
 .PHONY: lint ruff bench test test-thorough test-cluster gate micro baseline report history java venv clean-cache cluster-up cluster-down
 
 java:
-	@$(PYTHON) harness/check_java.py
+	@$(PYTHON) harness/core/check_java.py
 
 $(STAMP): pyproject.toml
-	@$(PYTHON) harness/check_java.py
+	@$(PYTHON) harness/core/check_java.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $(STAMP)

@@ -30,10 +30,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from . import census, plots, spark
-from .errors import DataError, HarnessError
-from .results import RESULTS_DIR, expected_failure, new_run_id, passes, write_json_atomic
-from .tables import (
+from harness.bench import census, plots
+from harness.bench.tables import (
     balance_table,
     critical_path_table,
     delta_table,
@@ -46,6 +44,9 @@ from .tables import (
     shares_table,
     summary_lines,
 )
+from harness.core.errors import DataError, HarnessError
+from harness.core.results import RESULTS_DIR, expected_failure, new_run_id, passes, write_json_atomic
+from harness.spark import session as spark
 
 _WIDTH = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", 200))
 console = Console(stderr=False, highlight=False, width=_WIDTH)
@@ -85,7 +86,7 @@ def _slug(text: str) -> str:
 
 
 def cmd_run(args) -> int:
-    from .runner import Runner, RunRequest
+    from harness.bench.runner import Runner, RunRequest
 
     params = {p.name: getattr(args, p.name) for p in _declared_params() if getattr(args, p.name) is not None}
     req = RunRequest(
@@ -126,10 +127,9 @@ def _checked_workload(name: str, tier: str | None, trials: int | None = None, la
     """The workload, with every query, implementation and dataset name checked before Spark starts:
     bad input fails fast and writes nothing."""
     import implementations
-
-    from . import datasets
-    from . import workload as workloads
-    from .runner import labelled_source, resolve_query, split_params
+    from harness.bench import workload as workloads
+    from harness.bench.runner import labelled_source, resolve_query, split_params
+    from harness.data import datasets
 
     wl = workloads.load(name, tier)
     if trials is not None:
@@ -160,9 +160,8 @@ class _LiveColumn(ProgressColumn):
 
 def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
     """Run every request of a workload, writing each record to out_dir as it completes."""
+    from harness.bench.runner import Runner
     from implementations import kernels_of
-
-    from .runner import Runner
 
     requests = wl.requests()
     runner = Runner(master, wl.workers[0], kernels=kernels_of({r.impl for r in requests}))
@@ -199,7 +198,7 @@ def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
 
 def _swap_in_real_graphs(wl, from_path: Path) -> None:
     """`bench --from FILE`: run on the real graph (read from FILE) in place of its synthetic twin."""
-    from . import datasets, fetch
+    from harness.data import datasets, fetch
 
     swapped = []
     for i, name in enumerate(wl.datasets):
@@ -253,7 +252,7 @@ def _print_present(*tables) -> None:
 def _print_contests(records: list[dict], wide: bool) -> None:
     """The bench's last word: per case, the implementations side by side (at most 100 columns unless
     wide) and who won, in lines that fit the terminal."""
-    from . import contest
+    from harness.bench import contest
 
     for case in contest.cases(records):
         console.print(contest.table(case, wide), width=None if wide else min(console.width, contest.WIDTH))
@@ -285,7 +284,7 @@ def cmd_bench(args) -> int:
 
 def _time_limits(args, wl) -> tuple[float, float]:
     """The time threshold and the least slowdown that counts: the flags', else the workload's, else the gate's defaults."""
-    from . import gate
+    from harness.bench import gate
 
     threshold = next(v for v in (args.threshold, wl.time_threshold, gate.DEFAULT_TIME_THRESHOLD) if v is not None)
     min_seconds = next(v for v in (args.min_seconds, wl.min_seconds, gate.DEFAULT_MIN_SECONDS) if v is not None)
@@ -293,8 +292,8 @@ def _time_limits(args, wl) -> tuple[float, float]:
 
 
 def cmd_baseline(args) -> int:
-    from . import gate
-    from .results import git_info
+    from harness.bench import gate
+    from harness.core.results import git_info
 
     if git_info().get("dirty") is not False:
         raise DataError("baseline: refusing to record from a dirty (or unknown) tree: commit or stash your changes first")
@@ -315,7 +314,7 @@ def cmd_baseline(args) -> int:
 def _gate_against(args) -> tuple[dict, list[dict], Path, Path]:
     """`gate --against REV`: REV and this tree run a workload alternating; (baseline, this tree's
     records, the name the findings give the baseline, the results directory)."""
-    from . import gate
+    from harness.bench import gate
 
     if not args.paired:
         raise DataError("gate --against: compares paired runs only; drop --unpaired")
@@ -332,8 +331,8 @@ def _gate_against(args) -> tuple[dict, list[dict], Path, Path]:
 
 
 def cmd_gate(args) -> int:
-    from . import gate
-    from .results import machine_info
+    from harness.bench import gate
+    from harness.core.results import machine_info
 
     if args.against:
         baseline, records, path, out_dir = _gate_against(args)
@@ -368,7 +367,7 @@ def cmd_gate(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from . import report
+    from harness.bench import report
 
     page = report.build(Path(args.runs), Path(args.out))
     pngs = sorted(p.name for p in page.parent.glob("*.png"))
@@ -377,7 +376,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from . import history
+    from harness.spark import history
 
     directory = Path(args.dir).resolve() if args.dir else history.log_dir()
     if directory is None:
@@ -386,7 +385,7 @@ def cmd_history(args) -> int:
 
 
 def cmd_cluster(args) -> int:
-    from . import cluster, memory_cap
+    from harness.spark import cluster, memory_cap
 
     directory = Path(args.dir) if args.dir else cluster.state_dir()
     if args.action == "up":
@@ -420,7 +419,7 @@ def cmd_cluster(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from . import compare
+    from harness.bench import compare
 
     cmp = compare.plan(
         args.query, args.dataset, args.systems, args.semantics, args.workers, args.timeout, args.networkx_max_edges
@@ -436,9 +435,8 @@ def cmd_compare(args) -> int:
 
 def _declared_params() -> list:
     """The harness's run parameters, then every parameter an implementation declares (first declaration wins)."""
+    from harness.bench.runner import RUN_PARAMS
     from implementations import REGISTRY
-
-    from .runner import RUN_PARAMS
 
     seen: dict[str, object] = {p.name: p for p in RUN_PARAMS}
     for cls in REGISTRY.values():
@@ -449,9 +447,8 @@ def _declared_params() -> list:
 
 def _add_param_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per declared parameter, its help from the declaration and the implementations that read it."""
+    from harness.bench.runner import RUN_PARAMS
     from implementations import REGISTRY
-
-    from .runner import RUN_PARAMS
 
     run_readers = {
         "updates": [name for name, cls in REGISTRY.items() if cls.maintains_updates],
@@ -653,7 +650,7 @@ def _report_flags() -> list:
 
 
 def _history_flags() -> list:
-    from . import history
+    from harness.spark import history
 
     return [
         flag("--dir", default=None, help="event log directory (default: $HARNESS_EVENTLOG_DIR, else results/eventlogs)"),
@@ -692,7 +689,7 @@ def _cluster_flags() -> list:
 
 
 def _compare_flags() -> list:
-    from . import compare
+    from harness.bench import compare
 
     return [
         flag("--query", required=True, help=QUERY_HELP),
@@ -732,7 +729,7 @@ def _datasets_flags() -> list:
 
 
 def _cmd_datasets(args) -> int:
-    from .dataset_cli import cmd_datasets
+    from harness.dataset_cli import cmd_datasets
 
     return cmd_datasets(args, console)
 
@@ -818,7 +815,7 @@ def main(argv: list[str] | None = None) -> int:
 def entry_point() -> int:
     """`subgraph-harness` and `python -m harness`: main, then stop the Spark session, so its event log
     is complete (not left .inprogress) for the History Server."""
-    from .spark import stop_session
+    from harness.spark.session import stop_session
 
     try:
         return main()

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from rich.table import Table
 
-from . import datasets, results, updates
-from . import fetch as fetcher
-from .errors import DataError
-from .query import BUILTINS
-from .spark import get_session
+from harness.core import results
+from harness.core.errors import DataError
+from harness.core.query import BUILTINS
+from harness.data import datasets, updates
+from harness.data import fetch as fetcher
+from harness.spark.session import get_session
 
 
 def _fmt(v) -> str:
@@ -56,8 +57,8 @@ def _number_in(note: str, value: int) -> bool:
 
 def verify(spark, source: datasets.Source) -> dict:
     """Compare converted node, edge and undirected triangle counts with the published figures."""
-    from .oracles import Pattern, native
-    from .oracles import edges as edge_arrays
+    from harness.verify.oracles import Pattern, native
+    from harness.verify.oracles import edges as edge_arrays
 
     start = time.perf_counter()
     und = datasets.load(spark, source, "undirected")
@@ -140,7 +141,7 @@ def convert(spark, source: datasets.Source, semantics: str) -> dict:
     import os
     import resource
 
-    from .metrics import SparkCounters
+    from harness.spark.metrics import SparkCounters
 
     counters = SparkCounters(spark)
     start = time.perf_counter()

@@ -3,18 +3,17 @@ them from. Adding an implementation is its module and one line here; the order i
 
 from __future__ import annotations
 
-from harness.errors import DataError
-
-from .base import BatchOutcome, Implementation, Outcome, Param, RunContext
-from .bigjoin import BiGJoin
-from .bigjoin_carry import BiGJoinCarry
-from .bigjoin_s import BiGJoinS
-from .bigjoin_s_paper import BiGJoinSPaper
-from .binary import BinaryJoin
-from .delta_bigjoin import DeltaBiGJoin
-from .local_gj import LocalGenericJoin
-from .nested_loop import NestedLoop
-from .shares import Shares
+from harness.core.errors import DataError
+from implementations.base import BatchOutcome, Implementation, Outcome, Param, RunContext
+from implementations.bigjoin import BiGJoin
+from implementations.bigjoin_carry import BiGJoinCarry
+from implementations.bigjoin_s import BiGJoinS
+from implementations.bigjoin_s_paper import BiGJoinSPaper
+from implementations.binary import BinaryJoin
+from implementations.delta_bigjoin import DeltaBiGJoin
+from implementations.local_gj import LocalGenericJoin
+from implementations.nested_loop import NestedLoop
+from implementations.shares import Shares
 
 REGISTRY: dict[str, type[Implementation]] = {
     cls.name: cls

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
-from harness.datasets import Graph
-from harness.errors import DataError
-from harness.params import Param, resolve
-from harness.query import JoinSpec
+from harness.core.errors import DataError
+from harness.core.params import Param, resolve
+from harness.core.query import JoinSpec
+from harness.data.datasets import Graph
 
 if TYPE_CHECKING:
-    from harness.updates import UpdateStream
+    from harness.data.updates import UpdateStream
 
 
 @dataclass
@@ -28,7 +28,7 @@ class RunContext:
     params: dict = field(default_factory=dict)  # as given; the implementation reads them typed: Implementation.param
     # Indices built for this graph by earlier runs (shared arrangements); implementations may reuse them.
     arrangements: dict = field(default_factory=dict)
-    # Dynamic runs: the initial graph and its update batches (harness.updates.UpdateStream).
+    # Dynamic runs: the initial graph and its update batches (harness.data.updates.UpdateStream).
     stream: UpdateStream | None = None
     # Set by the harness at a run's deadline. Spark jobs are cancelled through their job group; work
     # on the driver (local-gj's kernel) checks this between slices and raises RunCancelled.
@@ -146,7 +146,7 @@ class Implementation(ABC):
 
 def writers() -> str:
     """Which registered implementations list their matches, for the error that says one does not."""
-    from . import REGISTRY
+    from implementations import REGISTRY
 
     names = [name for name, cls in REGISTRY.items() if cls.writes_matches]
     return f"{', '.join(names) or 'none'} {'does' if len(names) == 1 else 'do'}"

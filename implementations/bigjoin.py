@@ -20,19 +20,19 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from harness.errors import DataError
-from harness.params import CAP_CONF, IDLE_CONF, human
-from harness.query import JoinSpec, in_query_order
-
-from . import distributed_index, exchange, match_files
-from .base import Implementation, Listed, Outcome, Param, RunContext
-from .budget import COPY_FACTOR, Budget, capped_budget, default_budget, parse_size, worker_memory
-from .dataflow import DataflowGroup, DataflowJob
-from .extension_items import Chunk
-from .extension_job import JobResult, run_job, run_locally
-from .extension_stage import FIELDS, PYTHON_CLOCKS, RECEIVED, F
-from .match_files import MatchSink, part_name
-from .plan import ExtensionPlan
+from harness.core.errors import DataError
+from harness.core.params import CAP_CONF, IDLE_CONF, human
+from harness.core.query import JoinSpec, in_query_order
+from implementations.base import Implementation, Listed, Outcome, Param, RunContext
+from implementations.extension.dataflow import DataflowGroup, DataflowJob
+from implementations.extension.items import Chunk
+from implementations.extension.job import JobResult, run_job, run_locally
+from implementations.extension.stage import FIELDS, PYTHON_CLOCKS, RECEIVED, F
+from implementations.gj import exchange, match_files
+from implementations.gj.budget import COPY_FACTOR, Budget, capped_budget, default_budget, parse_size, worker_memory
+from implementations.gj.match_files import MatchSink, part_name
+from implementations.gj.plan import ExtensionPlan
+from implementations.indices import distributed_index
 
 DEFAULT_BATCH = 1 << 22
 DEFAULT_LOCAL_BUDGET = 1 << 30  # `in_process` runs without Spark, so without its memory settings

@@ -27,15 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness import store
-
-from . import exchange
-from .bigjoin import BiGJoin
-from .carry_kernels import expand_families, family_window, make_families
-from .dataflow import DataflowJob, WorkerStage, checks
-from .exchange import BlobKind
-from .local_gj import level_plan
-from .plan import ExtensionPlan
+from harness.core import store
+from implementations.bigjoin import BiGJoin
+from implementations.carry_kernels import expand_families, family_window, make_families
+from implementations.extension.dataflow import DataflowJob, WorkerStage, checks
+from implementations.gj import exchange
+from implementations.gj.exchange import BlobKind
+from implementations.gj.plan import ExtensionPlan
+from implementations.local_gj import level_plan
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-from harness.errors import DataError
-
-from . import block_index
-from .base import Param
-from .bigjoin import BiGJoin
-from .blocks import Blocks
-from .dataflow import DataflowJob, checks, hops
-from .distributed_index import PartitionedIndex
+from harness.core.errors import DataError
+from implementations.base import Param
+from implementations.bigjoin import BiGJoin
+from implementations.extension.dataflow import DataflowJob, checks, hops
+from implementations.gj.blocks import Blocks
+from implementations.indices import block_index
+from implementations.indices.distributed_index import PartitionedIndex
 
 
 @dataclass(kw_only=True)

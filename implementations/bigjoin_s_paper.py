@@ -30,27 +30,21 @@ from typing import NamedTuple, cast
 
 import numpy as np
 
-from harness import store
-from harness.errors import ExecutionError
-
-from . import balanced_index, exchange
-from .balanced_index import (
-    BalancedIndex,
-    Partition,
-    edge_owner,
-    resolver_code,
-    resolver_owner,
-)
-from .bigjoin import LEVEL_PARAMS, Batches, BiGJoin
-from .constants import BOTH, FORWARD, REVERSE
-from .distributed_index import PartitionedIndex
-from .exchange import BlobKind
-from .extension_items import ITEM_KINDS, Operator, _Items, concat_items, pack_items, take_window, unpack_items
-from .extension_job import ExtensionJob
-from .extension_kernels import filter_candidates
-from .extension_stage import StageBase
-from .keys import edge_code, partition_of
-from .plan import ExtensionPlan
+from harness.core import store
+from harness.core.errors import ExecutionError
+from implementations.bigjoin import LEVEL_PARAMS, Batches, BiGJoin
+from implementations.extension.items import ITEM_KINDS, Operator, _Items, concat_items, pack_items, take_window, unpack_items
+from implementations.extension.job import ExtensionJob
+from implementations.extension.stage import StageBase
+from implementations.gj import exchange
+from implementations.gj.constants import BOTH, FORWARD, REVERSE
+from implementations.gj.exchange import BlobKind
+from implementations.gj.extension_kernels import filter_candidates
+from implementations.gj.keys import edge_code, partition_of
+from implementations.gj.plan import ExtensionPlan
+from implementations.indices import balanced_index
+from implementations.indices.balanced_index import BalancedIndex, Partition, edge_owner, resolver_code, resolver_owner
+from implementations.indices.distributed_index import PartitionedIndex
 
 MAX_LOOKUPS_PER_BLOB = 4 << 20
 

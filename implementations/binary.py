@@ -8,7 +8,7 @@ from typing import NamedTuple
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
-from .base import Implementation, Listed, Outcome
+from implementations.base import Implementation, Listed, Outcome
 
 VALUE_BYTES = 8  # one attribute of an intermediate row: a long
 

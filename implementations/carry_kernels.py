@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .constants import INT32_MAX
-from .csr import lower_bound
-from .dataflow_kernels import _apply_local, _local_relations, copy_then_narrow, level_filtered, lookups
-from .extension_kernels import value_bounds
-from .keys import owner
+from implementations.extension.dataflow_kernels import _apply_local, _local_relations, copy_then_narrow, level_filtered, lookups
+from implementations.gj.constants import INT32_MAX
+from implementations.gj.csr import lower_bound
+from implementations.gj.extension_kernels import value_bounds
+from implementations.gj.keys import owner
 
 
 @njit(cache=True, inline="always")

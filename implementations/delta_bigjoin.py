@@ -33,22 +33,22 @@ from typing import NamedTuple
 import numpy as np
 from pyspark.sql import functions as F
 
-from harness import store, updates
-from harness.errors import DataError
-from harness.query import default_attribute_order, in_query_order
-
-from . import versioned_index
-from .base import BatchOutcome, Outcome, Param
-from .bigjoin import Batches, BiGJoin, Counters, next_level
-from .budget import Budget
-from .constants import FORWARD, INT32_MAX, REVERSE
-from .dataflow import TAG_STRIDE, DataflowGroup, DataflowJob, WorkerStage, full_mask
-from .dataflow_kernels import extend_rows
-from .delta_sharing import SharedRun, share_tree
-from .extension_kernels import filter_candidates
-from .extension_stage import F as FIELD
-from .keys import partition_of
-from .plan import ExtensionPlan
+from harness.core import store
+from harness.core.errors import DataError
+from harness.core.query import default_attribute_order, in_query_order
+from harness.data import updates
+from implementations.base import BatchOutcome, Outcome, Param
+from implementations.bigjoin import Batches, BiGJoin, Counters, next_level
+from implementations.delta_sharing import SharedRun, share_tree
+from implementations.extension.dataflow import TAG_STRIDE, DataflowGroup, DataflowJob, WorkerStage, full_mask
+from implementations.extension.dataflow_kernels import extend_rows
+from implementations.extension.stage import F as FIELD
+from implementations.gj.budget import Budget
+from implementations.gj.constants import FORWARD, INT32_MAX, REVERSE
+from implementations.gj.extension_kernels import filter_candidates
+from implementations.gj.keys import partition_of
+from implementations.gj.plan import ExtensionPlan
+from implementations.indices import versioned_index
 
 F_GROUP, F_COUNTED, F_PROPOSALS = FIELD["group"], FIELD["counted"], FIELD["proposals"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .plan import ExtensionPlan
+from implementations.gj.plan import ExtensionPlan
 
 
 @dataclass

@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from harness.query import BUILTINS, make_join_spec
-from implementations import dataflow, distributed_index
+from harness.core.query import BUILTINS, make_join_spec
 from implementations.bigjoin import BiGJoin
-from implementations.budget import Budget
+from implementations.extension import dataflow
+from implementations.gj.budget import Budget
+from implementations.indices import distributed_index
 from implementations.overlay_cost import warm_edges
 
 KERNELS = ("count_rows", "propose_local", "intersect_rows")

@@ -15,15 +15,14 @@ import numpy as np
 import pyarrow.parquet as pq
 from numba import njit
 
-from harness.query import in_query_order
-
-from . import match_files
-from .base import Implementation, Listed, Outcome, RunCancelled
-from .constants import INT32_MAX
-from .csr import build_csr, contains, dense_vertices, difference, intersect, vertex_ranks
-from .csr import lower_bound as _lower_bound
-from .extension_kernels import admissible, count_differing, value_bounds
-from .plan import ExtensionPlan
+from harness.core.query import in_query_order
+from implementations.base import Implementation, Listed, Outcome, RunCancelled
+from implementations.gj import match_files
+from implementations.gj.constants import INT32_MAX
+from implementations.gj.csr import build_csr, contains, dense_vertices, difference, intersect, vertex_ranks
+from implementations.gj.csr import lower_bound as _lower_bound
+from implementations.gj.extension_kernels import admissible, count_differing, value_bounds
+from implementations.gj.plan import ExtensionPlan
 
 
 @njit(cache=True, nogil=True)

@@ -13,10 +13,9 @@ from collections.abc import Iterator
 from itertools import islice
 from typing import NamedTuple
 
-from harness.errors import DataError
-from harness.query import in_query_order
-
-from .base import Implementation, Outcome, RunCancelled
+from harness.core.errors import DataError
+from harness.core.query import in_query_order
+from implementations.base import Implementation, Outcome, RunCancelled
 
 MAX_EDGES = 1000  # a pure-Python loop: beyond this a count takes minutes
 

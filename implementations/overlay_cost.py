@@ -19,9 +19,11 @@ import time
 import numpy as np
 import pyarrow.parquet as pq
 
-from harness.query import BUILTINS, make_join_spec
-from implementations import exchange, versioned_index, warm
+from harness.core.query import BUILTINS, make_join_spec
+from implementations import warm
 from implementations.delta_bigjoin import DeltaBiGJoin
+from implementations.gj import exchange
+from implementations.indices import versioned_index
 from implementations.warm import update_batch
 
 

@@ -20,17 +20,17 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.errors import ExecutionError
-from harness.query import in_query_order
-
-from . import exchange, hypercube, local_gj, match_files
-from .base import Implementation, Listed, Outcome
-from .constants import BOTH, FORWARD, REVERSE
-from .csr import build_csr
-from .distributed_index import max_over_mean, rank_vertices
-from .exchange import BlobKind
-from .match_files import MatchSink, part_name
-from .plan import ExtensionPlan
+from harness.core.errors import ExecutionError
+from harness.core.query import in_query_order
+from implementations import hypercube, local_gj
+from implementations.base import Implementation, Listed, Outcome
+from implementations.gj import exchange, match_files
+from implementations.gj.constants import BOTH, FORWARD, REVERSE
+from implementations.gj.csr import build_csr
+from implementations.gj.exchange import BlobKind
+from implementations.gj.match_files import MatchSink, part_name
+from implementations.gj.plan import ExtensionPlan
+from implementations.indices.distributed_index import max_over_mean, rank_vertices
 
 MATCH_SAMPLE = 5001  # matches each cell keeps during a count, so verifying small results needs no rerun
 FIRST_WORK = 1e6  # a listing cell's first slice, in units of estimated work (1 + degree² a vertex)

@@ -1,7 +1,7 @@
 """Every kernel compiled (or loaded from numba's cache) before anything is timed, with the argument
-types timed runs use. Run in the Python worker daemon before it forks a worker (`harness.spark_daemon`,
+types timed runs use. Run in the Python worker daemon before it forks a worker (`harness.spark.daemon`,
 so every worker, even one started after a cancelled task, is born warm) and on the driver at session
-start (`harness.spark`).
+start (`harness.spark.session`).
 
 The BiGJoin family's kernels are warmed by running it: real indices of a small graph, each built by
 its own code (the driver build, and BiGJoin-S's and Delta-BiGJoin's index tasks run in this process)
@@ -24,10 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.query import BUILTINS, make_join_spec
-
-from . import distributed_index
-from .local_gj import warm_up as warm_local_gj
+from harness.core.query import BUILTINS, make_join_spec
+from implementations.indices import distributed_index
+from implementations.local_gj import warm_up as warm_local_gj
 
 # A graph with every shape the kernels meet: a 5-clique (all levels non-empty), a hub, a self-loop.
 _EDGES = (
@@ -42,13 +41,22 @@ _RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 3, 2), ("c
 _ONE_LEVEL_RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 3, 16))
 
 
-def compiled_kernels() -> tuple[Path, str]:
-    """Where this process's numba caches the compiled kernels of this package (one directory), and one
-    of the package's files (under a NUMBA_CACHE_DIR, numba names that directory after its path)."""
-    from . import dataflow_kernels
+def compiled_kernels() -> dict[Path, Path]:
+    """Where this process's numba caches the compiled kernels of each folder of this package that has
+    any: {the folder, its cache directory} (numba keeps one directory per source folder)."""
+    from numba.core.registry import CPUDispatcher
 
-    kernel: Any = dataflow_kernels.count_rows  # its cache is numba's internals, not in numba's stubs
-    return Path(kernel._cache._cache_path), dataflow_kernels.__file__
+    import implementations  # the registry imports every module that holds a kernel
+
+    found: dict[Path, Path] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == implementations.__name__ or name.startswith(f"{implementations.__name__}.")):
+            continue
+        for value in vars(module).values():
+            cache: Any = getattr(value, "_cache", None) if isinstance(value, CPUDispatcher) else None
+            if getattr(cache, "_cache_path", None):  # its cache is numba's internals, not in numba's stubs
+                found[Path(value.py_func.__code__.co_filename).parent] = Path(cache._cache_path)
+    return found
 
 
 # The kernel families a session warms (an implementation's `kernels` names those its runs use), and the
@@ -90,9 +98,11 @@ def warm_families(families: Iterable[str], order: tuple[str, ...] = FAMILIES) ->
 
 
 def warm_dataflow() -> None:
-    from . import REGISTRY, block_index, exchange
-    from .bigjoin import BiGJoin
-    from .budget import Budget
+    from implementations import REGISTRY
+    from implementations.bigjoin import BiGJoin
+    from implementations.gj import exchange
+    from implementations.gj.budget import Budget
+    from implementations.indices import block_index
 
     src, dst = _edge_arrays()
     indices: dict[tuple, Any] = {}
@@ -122,9 +132,10 @@ def warm_dataflow() -> None:
 def warm_one_level() -> None:
     """BiGJoin-S as published on its balanced index, and Delta-BiGJoin through update batches that insert, delete,
     compact and sample changes, each index built by its own tasks in this process."""
-    from . import balanced_index, exchange, versioned_index
-    from .bigjoin_s_paper import BiGJoinSPaper
-    from .delta_bigjoin import DeltaBiGJoin
+    from implementations.bigjoin_s_paper import BiGJoinSPaper
+    from implementations.delta_bigjoin import DeltaBiGJoin
+    from implementations.gj import exchange
+    from implementations.indices import balanced_index, versioned_index
 
     src, dst = _edge_arrays()
     roots = []

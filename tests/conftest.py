@@ -19,7 +19,7 @@ SHARED = Path(os.environ.get("HARNESS_SHARED", REPO.parent / "shared"))
 
 @pytest.fixture(scope="session")
 def spark():
-    from harness import spark as factory
+    from harness.spark import session as factory
 
     session = factory.get_session(workers=2)
     yield session
@@ -30,7 +30,7 @@ def spark():
 
 @pytest.fixture(scope="session")
 def runner(spark):
-    from harness.runner import Runner
+    from harness.bench.runner import Runner
 
     return Runner()
 

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from harness.query import Query
+from harness.core.query import Query
 
 
 @st.composite

@@ -7,9 +7,9 @@ import random
 import pytest
 
 import implementations
-from harness import datasets
-from harness.query import BUILTINS, Query, make_join_spec, parse_pattern_string
-from harness.runner import RunRequest
+from harness.bench.runner import RunRequest
+from harness.core.query import BUILTINS, Query, make_join_spec, parse_pattern_string
+from harness.data import datasets
 from implementations import RunContext
 
 WORK = ("prefixes_per_level", "proposals", "intersection_probes", "count_lookups")

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import implementations
-from harness import datasets
-from harness.query import BUILTINS, make_join_spec
+from harness.core.query import BUILTINS, make_join_spec
+from harness.data import datasets
 from implementations import RunContext
 from implementations.bigjoin import Batches, next_level
 from implementations.bigjoin_s_paper import AllWorkersFull, split_work
-from implementations.extension_items import Chunk
+from implementations.extension.items import Chunk
 
 # The paper's design is slower (about 30 s for both tests): `make test-thorough` runs it.
 BOTH_DESIGNS = ["bigjoin-s", pytest.param("bigjoin-s-paper", marks=pytest.mark.thorough)]
@@ -114,7 +114,7 @@ def test_pruning_local_copies_knows_the_job_of_every_run_file(tmp_path):
     import os
 
     from implementations.bigjoin_s_paper import BalancedJob
-    from implementations.extension_items import _job_of
+    from implementations.extension.items import _job_of
 
     job = BalancedJob(
         index_root="",

@@ -9,12 +9,15 @@ import random
 import pytest
 from rich.console import Console
 
-from harness import census, cli, datasets, motifs, workload
-from harness.errors import DataError
-from harness.oracles import Pattern, choose, nx_search
-from harness.query import make_join_spec
-from harness.runner import Runner, RunRequest, resolve_query
-from harness.verify import published_count, verify
+from harness import cli
+from harness.bench import census, workload
+from harness.bench.runner import Runner, RunRequest, resolve_query
+from harness.core import motifs
+from harness.core.errors import DataError
+from harness.core.query import make_join_spec
+from harness.data import datasets
+from harness.verify.check import published_count, verify
+from harness.verify.oracles import Pattern, choose, nx_search
 from implementations.local_gj import LocalGenericJoin
 from implementations.nested_loop import NestedLoop
 
@@ -119,7 +122,7 @@ def test_bad_census_requests_are_DataErrors(kwargs, params, message):
 
 
 def test_compare_refuses_a_census_by_name():
-    from harness import compare
+    from harness.bench import compare
 
     with pytest.raises(DataError, match="query 'motifs:4': a motif census runs with `run` or `bench`"):
         compare.plan("motifs:4", "rmat-small")

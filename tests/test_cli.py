@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import spark
+from harness.spark import session as spark
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def test_bench_runs_a_workload_end_to_end_with_every_column_and_the_jvm_s_chatte
 def test_a_contest_with_an_expected_timeout_prints_no_worker_tracebacks(tmp_path):
     """BiGJoin-S timing out on clique5 (the clique5 contest's case) has its Python tasks cancelled
     mid-write. pyspark's own daemon printed a BrokenPipeError traceback for such a worker into the
-    contest's output; the harness's daemon (harness.spark_daemon) does not. The run is TIM, expected."""
+    contest's output; the harness's daemon (harness.spark.daemon) does not. The run is TIM, expected."""
     workload = tmp_path / "tim.yaml"
     workload.write_text(
         "name: tim\nqueries: [clique5]\nsemantics: [undirected]\ndatasets: [rmat-13]\n"
@@ -128,7 +128,7 @@ def test_the_subgraph_harness_command_is_the_harness(tmp_path):
 
 
 def test_the_jvm_s_start_up_chatter_is_dropped_and_every_other_line_passed_on(capfd, monkeypatch):
-    """What the JVM writes to stderr goes through harness.spark._pass_stderr: tracebacks and errors pass."""
+    """What the JVM writes to stderr goes through harness.spark.session._pass_stderr: tracebacks and errors pass."""
     lines = [
         b"WARNING: Using incubator modules: jdk.incubator.vector\n",
         b'Setting default log level to "WARN".\n',

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cluster as standalone
-from harness.cluster import free_block, free_port
+from harness.spark import cluster as standalone
+from harness.spark.cluster import free_block, free_port
 
 pytestmark = pytest.mark.cluster
 

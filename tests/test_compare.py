@@ -123,7 +123,7 @@ def test_unknown_system_exits_2_with_one_line_and_writes_nothing(tmp_path, capsy
 
 
 def test_a_disagreeing_system_is_named_and_exits_1(spark, tmp_path, monkeypatch, capsys):
-    from harness import peers
+    from harness.verify import peers
 
     def off_by_one(glob, spec, timeout):
         right = peers.run_child_peer("duckdb", "2 threads", peers.duckdb_count, (glob, spec), timeout)
@@ -139,7 +139,7 @@ def test_a_disagreeing_system_is_named_and_exits_1(spark, tmp_path, monkeypatch,
 
 
 def test_report_shows_the_newest_comparison_of_each_query_and_dataset(tmp_path):
-    from harness import report
+    from harness.bench import report
 
     def write(name: str, count: int):
         directory = tmp_path / "runs" / name

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import implementations
-from harness import datasets
-from harness.oracles import Pattern, not_applicable, nx_search, sql
-from harness.query import BUILTINS, make_join_spec, parse_pattern_string
-from harness.verify import compare_matches
+from harness.core.query import BUILTINS, make_join_spec, parse_pattern_string
+from harness.data import datasets
+from harness.verify.check import compare_matches
+from harness.verify.oracles import Pattern, not_applicable, nx_search, sql
 from implementations import RunContext
 from tests.strategies import connected_patterns, labelled_patterns, messy_graphs, vertex_labels
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness import contest
+from harness.bench import contest
 
 RECORDED = Path(__file__).resolve().parent.parent / "results" / "runs" / "20261123T133942Z-41adb2-shares"
 

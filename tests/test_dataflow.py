@@ -16,20 +16,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import implementations
-from harness import datasets
-from harness.errors import DataError
-from harness.oracles.nx_search import count_edges
-from harness.oracles.pattern import Pattern
-from harness.query import BUILTINS, make_join_spec, parse_pattern_string
-from harness.runner import RunRequest
-from implementations import RunContext, block_index, distributed_index, exchange
+from harness.bench.runner import RunRequest
+from harness.core.errors import DataError
+from harness.core.query import BUILTINS, make_join_spec, parse_pattern_string
+from harness.data import datasets
+from harness.verify.oracles.nx_search import count_edges
+from harness.verify.oracles.pattern import Pattern
+from implementations import RunContext
 from implementations.bigjoin_carry import CarryPlan
-from implementations.budget import COPY_FACTOR, Budget, capped_budget, default_budget, parse_size, worker_memory
-from implementations.constants import BOTH, CURRENT, FORWARD, OLD, REVERSE
-from implementations.dataflow_kernels import _subtract_by
-from implementations.extension_kernels import Changes, IndexPartition, Lists
+from implementations.extension.dataflow_kernels import _subtract_by
+from implementations.gj import exchange
+from implementations.gj.budget import COPY_FACTOR, Budget, capped_budget, default_budget, parse_size, worker_memory
+from implementations.gj.constants import BOTH, CURRENT, FORWARD, OLD, REVERSE
+from implementations.gj.extension_kernels import Changes, IndexPartition, Lists
+from implementations.gj.plan import ExtensionPlan
+from implementations.indices import block_index, distributed_index
 from implementations.local_gj import LocalGenericJoin
-from implementations.plan import ExtensionPlan
 from tests.strategies import connected_patterns, labelled_patterns, messy_graphs, vertex_labels
 
 THOROUGH = os.environ.get("HARNESS_HYPOTHESIS") == "thorough"
@@ -45,7 +47,7 @@ def warm():
 
 
 def canonical(rows: list[tuple[int, int]], semantics: str) -> tuple[np.ndarray, np.ndarray]:
-    """The relation harness.datasets keeps: undirected, one (low, high) row per edge and no loops;
+    """The relation harness.data.datasets keeps: undirected, one (low, high) row per edge and no loops;
     directed, the distinct rows."""
     undirected = semantics == "undirected"
     pairs = sorted({(min(s, d), max(s, d)) for s, d in rows if s != d} if undirected else set(rows))

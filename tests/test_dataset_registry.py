@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness import datasets, fetch, generators, updates
-from harness.datasets import Source, degree_stats_from_histogram
-from harness.errors import DataError
+from harness.core.errors import DataError
+from harness.data import datasets, fetch, generators, updates
+from harness.data.datasets import Source, degree_stats_from_histogram
 
 SMALL = {  # one small spec per generator: a new generator without one fails the test below
     "rmat": "rmat:scale=8,ef=4,seed=3",

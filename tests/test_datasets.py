@@ -5,8 +5,8 @@ import gzip
 import pytest
 from pyspark.sql import functions as F
 
-from harness import datasets, generators
-from harness.errors import DataError
+from harness.core.errors import DataError
+from harness.data import datasets, generators
 
 MESSY = (
     "# a comment\r\n"

@@ -14,10 +14,11 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from harness import cli, datasets
-from harness.oracles import Pattern, sql
-from harness.query import BUILTINS, load_query, make_join_spec, parse_pattern_string
-from harness.updates import UpdateStream
+from harness import cli
+from harness.core.query import BUILTINS, load_query, make_join_spec, parse_pattern_string
+from harness.data import datasets
+from harness.data.updates import UpdateStream
+from harness.verify.oracles import Pattern, sql
 from implementations import RunContext
 from implementations.delta_bigjoin import DeltaBiGJoin
 from tests.strategies import connected_patterns, vertex_ids
@@ -466,9 +467,9 @@ def test_a_pipelined_level_reads_one_queue_file_per_stage(tmp_path):
 
     import numpy as np
 
-    from harness.store import write_bytes
-    from implementations.dataflow import WorkerStage
+    from harness.core.store import write_bytes
     from implementations.delta_bigjoin import DeltaFlow
+    from implementations.extension.dataflow import WorkerStage
 
     def flow(query: int) -> DeltaFlow:
         return DeltaFlow(
@@ -503,8 +504,9 @@ def test_a_large_batch_runs_as_several_jobs_within_the_byte_budget():
 
     import numpy as np
 
-    from implementations import exchange, versioned_index
-    from implementations.budget import Budget
+    from implementations.gj import exchange
+    from implementations.gj.budget import Budget
+    from implementations.indices import versioned_index
     from implementations.warm import update_batch
     from tests.test_dataflow import canonical, reference
 
@@ -550,7 +552,8 @@ def test_shared_delta_queries_count_the_same_and_save_what_they_report(query, se
 
     import numpy as np
 
-    from implementations import exchange, versioned_index
+    from implementations.gj import exchange
+    from implementations.indices import versioned_index
     from implementations.warm import update_batch
 
     rnd = random.Random(f"share-{query}")

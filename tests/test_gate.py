@@ -10,8 +10,10 @@ import time
 
 import pytest
 
-from harness import cli, gate, results
-from harness.errors import DataError
+from harness import cli
+from harness.bench import gate
+from harness.core import results
+from harness.core.errors import DataError
 
 MACHINE = {"cpus": 2, "cpu_model": "X", "machine": "x86_64", "memory_bytes": 24 * 2**30, "hostname": "a"}
 KEY = "bigjoin triangle g undirected W=2"

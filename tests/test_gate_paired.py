@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import gate, jvm_archive
-from harness.datasets import shared_root
+from harness.bench import gate
+from harness.data.datasets import shared_root
+from harness.spark import jvm_archive
 
 pytestmark = pytest.mark.thorough
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import psutil
 
-from harness import history
-from harness.cluster import free_port
+from harness.spark import history
+from harness.spark.cluster import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 

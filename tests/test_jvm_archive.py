@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import jvm_archive
+from harness.spark import jvm_archive
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -22,7 +22,7 @@ def test_one_session_claims_the_writing_and_a_stale_claim_is_taken_over(tmp_path
     started: list[list[str]] = []
     monkeypatch.setattr(jvm_archive.subprocess, "Popen", lambda command, **_: started.append(command))
     assert jvm_archive.driver_options() == ""  # no archive yet: this session runs without one...
-    assert started == [[sys.executable, "-m", "harness.jvm_archive", str(archive)]]  # ...and has it written
+    assert started == [[sys.executable, "-m", "harness.spark.jvm_archive", str(archive)]]  # ...and has it written
     assert archive.with_suffix(".claim").exists()
     assert jvm_archive.driver_options() == "" and len(started) == 1  # claimed, being written
     stale = time.time() - jvm_archive.CLAIM_S - 1
@@ -63,7 +63,7 @@ def test_the_written_archive_is_whole_and_a_later_driver_maps_spark_s_classes_fr
     archive.with_suffix(".claim").touch()
     env = dict(os.environ, PYTHONPATH=str(REPO), SPARK_LOCAL_IP="127.0.0.1")
     done = subprocess.run(
-        [sys.executable, "-m", "harness.jvm_archive", str(archive)], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "harness.spark.jvm_archive", str(archive)], env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert archive.stat().st_size > 10 << 20 and sorted(p.name for p in tmp_path.iterdir()) == ["spark.jsa"]  # no claim, no part
@@ -92,7 +92,7 @@ def test_another_checkout_gets_this_one_s_archive(tmp_path, monkeypatch):
 
 
 def test_executors_and_a_cluster_s_daemons_map_the_archive_when_there_is_one(tmp_path, monkeypatch):
-    from harness import cluster
+    from harness.spark import cluster
 
     archive = tmp_path / "spark-x.jsa"
     monkeypatch.setattr(jvm_archive, "_archive", lambda: archive)

@@ -1,4 +1,4 @@
-"""A cluster's executors load the kernels the driver compiled: harness.kernel_cache.seed copies them
+"""A cluster's executors load the kernels the driver compiled: harness.spark.kernel_cache.seed copies them
 where numba looks under the executors' NUMBA_CACHE_DIR, and a process using that directory loads
 every one of them from there (numba's own cache hits), compiling none. The gate's baseline checkout
 loads those of the modules it shares with this tree (share_with), and compiles those that differ or
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import kernel_cache
+from harness.spark import kernel_cache
 from implementations.warm import warm_families
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,7 +65,7 @@ def test_a_module_that_imports_a_changed_one_is_not_shared(tmp_path, monkeypatch
 
     monkeypatch.setattr(config, "CACHE_DIR", "")  # the other tree's cache beside its sources, as in CI
     warm_families(["local-gj", "dataflow"])
-    tree = _other_tree(tmp_path, changed="extension_kernels")  # local_gj and the dataflow call its kernels
+    tree = _other_tree(tmp_path, changed="gj/extension_kernels")  # local_gj and the dataflow call its kernels
     kernel_cache.share_with(tree)
-    cached = {p.name.split(".")[0] for p in (tree / "implementations" / "__pycache__").glob("*.nbi")}
+    cached = {p.name.split(".")[0] for p in (tree / "implementations").rglob("__pycache__/*.nbi")}
     assert "csr" in cached and not cached & {"extension_kernels", "local_gj", "dataflow_kernels"}, cached

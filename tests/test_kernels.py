@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from implementations.csr import (
+from implementations.gj.csr import (
     build_csr,
     dense_vertices,
     difference,
@@ -197,7 +197,7 @@ def test_locate_sorted_equals_searchsorted(values, queries, shared):
 )
 def test_overriding_merge_equals_a_dict_update(old, new):
     """The versioned index's edge-set merge (and its compaction): new flags win, all codes sorted."""
-    from implementations.versioned_index import _overridden
+    from implementations.indices.versioned_index import _overridden
 
     def arrays(d):
         keys = sorted(d)
@@ -215,7 +215,7 @@ def test_overriding_merge_equals_a_dict_update(old, new):
 )
 def test_signed_merge_sums_the_signs_of_equal_codes(history, batch):
     """The overlay's merge of its changes so far (sorted, unique) with a batch's (sorted, repeats allowed)."""
-    from implementations.versioned_index import _summed
+    from implementations.indices.versioned_index import _summed
 
     old = sorted(history)
     batch = sorted(batch)

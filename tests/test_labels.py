@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import implementations
-from harness import datasets, generators
-from harness.errors import DataError
-from harness.query import load_query, make_join_spec
-from harness.runner import RunRequest, labelled_source
+from harness.bench.runner import RunRequest, labelled_source
+from harness.core.errors import DataError
+from harness.core.query import load_query, make_join_spec
+from harness.data import datasets, generators
 from tests.test_cli import error_lines, harness
 
 
@@ -138,7 +138,7 @@ LABELS = [(1, 7), (2, 7), (3, 0)]  # vertex 4 has no label
 )
 def test_the_oracles_count_labelled_patterns(spark, query, semantics, expected):
     """networkx (node_match) and DuckDB (a join with the label table) agree with hand counts."""
-    from harness.oracles import Pattern, not_applicable, nx_search, sql
+    from harness.verify.oracles import Pattern, not_applicable, nx_search, sql
 
     graph = datasets.from_edges(spark, TRIANGLE_AND_TAIL, semantics, "labelled", vertex_labels=LABELS)
     pattern = Pattern.of(load_query(query)[0], semantics, graph.labels_glob())
@@ -181,7 +181,7 @@ def test_each_labelled_implementation_on_a_hub_graph(spark, impl_name):
 
 
 def test_a_workload_names_a_label_file_relative_to_itself(tmp_path):
-    from harness import workload
+    from harness.bench import workload
 
     (tmp_path / "w.yaml").write_text("queries: [a:1-b]\ndatasets: [rmat-small]\nimplementations: [binary]\nlabels: l.txt\n")
     [req] = workload.load(str(tmp_path / "w.yaml")).requests()
@@ -205,7 +205,7 @@ def test_a_registry_entry_names_its_label_file(tmp_path, monkeypatch):
 
 def test_compare_refuses_a_labelled_pattern():
     """The peer systems would count the unlabelled pattern."""
-    from harness import compare
+    from harness.bench import compare
 
     with pytest.raises(DataError, match=r"query 'a:1-b,b-c': compare does not take vertex labels"):
         compare.plan("a:1-b,b-c", "rmat-small")

@@ -8,10 +8,10 @@ import pyarrow.dataset as ds
 import pytest
 from networkx.algorithms.isomorphism import GraphMatcher
 
+from harness.bench.runner import RunRequest
 from harness.cli import main
-from harness.oracles import Pattern
-from harness.query import load_query
-from harness.runner import RunRequest
+from harness.core.query import load_query
+from harness.verify.oracles import Pattern
 from implementations import REGISTRY
 
 WRITERS = sorted(name for name, cls in REGISTRY.items() if cls.writes_matches)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import memory_cap, tables
-from harness.errors import DataError
+from harness.bench import tables
+from harness.core.errors import DataError
+from harness.spark import memory_cap
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,7 +39,7 @@ def test_a_cap_is_a_size_an_executor_can_start_in():
 
 
 def test_a_capped_executor_gets_its_java_options_beside_the_session_s():
-    from harness import spark
+    from harness.spark import session as spark
 
     conf = memory_cap.executor_conf(512 << 20)
     options = spark._builder("spark://127.0.0.1:7077", 2, frozenset(), None, conf)._options["spark.executor.extraJavaOptions"]
@@ -48,7 +49,7 @@ def test_a_capped_executor_gets_its_java_options_beside_the_session_s():
 def test_a_run_on_capped_workers_starts_without_the_python_workers_the_last_one_left():
     import psutil
 
-    from harness.capped_cluster import _stop_idle_python_workers
+    from harness.spark.capped_cluster import _stop_idle_python_workers
 
     # as on a capped worker: a shell for the executor, its Python daemon, and the worker the daemon forked
     code = "import os, signal, time\nsignal.signal(signal.SIGCHLD, lambda *_: os.waitpid(-1, 0))\nos.fork()\ntime.sleep(60)"
@@ -192,8 +193,8 @@ def test_a_cap_is_hit_mid_query_and_a_large_one_gives_OK_with_the_same_count(tmp
 @needs_cgroup
 @pytest.mark.cluster
 def test_a_capped_isolated_cluster_runs_capped_and_ends_MEM_there(tmp_path):
-    from harness import cluster as standalone
-    from harness.cluster import free_block, free_port
+    from harness.spark import cluster as standalone
+    from harness.spark.cluster import free_block, free_port
 
     directory, store = tmp_path / "cluster", tmp_path / "store"
     c = standalone.up(directory, 2, 1, "1g", free_port(), free_block(3), isolated=True, store=store, cap_bytes=512 << 20)

@@ -3,8 +3,8 @@ it refuses graphs above its edge limit with a one-line DataError, and compare sk
 
 from types import SimpleNamespace
 
-from harness import compare
-from harness.runner import RunRequest
+from harness.bench import compare
+from harness.bench.runner import RunRequest
 from implementations.nested_loop import MAX_EDGES
 
 

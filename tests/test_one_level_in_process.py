@@ -14,11 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import datasets
-from harness.query import BUILTINS, make_join_spec, parse_pattern_string
-from implementations import balanced_index, distributed_index, exchange, versioned_index
+from harness.core.query import BUILTINS, make_join_spec, parse_pattern_string
+from harness.data import datasets
 from implementations.bigjoin_s_paper import BiGJoinSPaper
 from implementations.delta_bigjoin import DeltaBiGJoin
+from implementations.gj import exchange
+from implementations.indices import balanced_index, distributed_index, versioned_index
 from implementations.warm import update_batch
 from tests.strategies import connected_patterns, messy_graphs
 from tests.test_dataflow import THOROUGH, canonical, reference

@@ -5,9 +5,9 @@ import pytest
 
 import implementations
 from harness import cli
-from harness.errors import DataError
-from harness.params import Param, resolve
-from harness.runner import RUN_PARAMS, Runner, RunRequest, split_params
+from harness.bench.runner import RUN_PARAMS, Runner, RunRequest, split_params
+from harness.core.errors import DataError
+from harness.core.params import Param, resolve
 
 BATCH = Param("batch", int, 7, "proposals")
 RATIO = Param("ratio", float, 0.5, "a share")

@@ -8,16 +8,8 @@ import re
 import pytest
 from hypothesis import given, settings
 
-from harness.errors import DataError
-from harness.query import (
-    BUILTINS,
-    Query,
-    automorphisms,
-    load_query,
-    make_join_spec,
-    parse_pattern_string,
-    symmetry_breaking,
-)
+from harness.core.errors import DataError
+from harness.core.query import BUILTINS, Query, automorphisms, load_query, make_join_spec, parse_pattern_string, symmetry_breaking
 from tests.strategies import connected_patterns
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import report
+from harness.bench import report
 
 RUNS = Path(__file__).resolve().parent.parent / "results" / "runs"
 RECORDED = ["20261123T133942Z-41adb2-shares", "20261122T052307Z-ede900-batch-sweep"]

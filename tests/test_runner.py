@@ -8,8 +8,8 @@ import json
 import pytest
 
 import implementations
-from harness.results import passes
-from harness.runner import RunRequest
+from harness.bench.runner import RunRequest
+from harness.core.results import passes
 from implementations.binary import BinaryJoin
 
 REQUIRED_KEYS = {

@@ -1,10 +1,10 @@
-"""The loads a scaling run is plotted by (harness/scaling.py), the cost model's memory per worker
-beside a capped run's measured peak (harness/memory_model.py), and their tables and pictures, on
+"""The loads a scaling run is plotted by (harness/bench/scaling.py), the cost model's memory per worker
+beside a capped run's measured peak (harness/bench/memory_model.py), and their tables and pictures, on
 hand-made records whose numbers are worked out here."""
 
 import pytest
 
-from harness import memory_model, plots, scaling, tables
+from harness.bench import memory_model, plots, scaling, tables
 
 
 def _record(impl, workers, logical, metrics=None, status="OK"):

@@ -9,9 +9,9 @@ import pytest
 from pyspark.sql import functions as F
 
 import implementations
-from harness import datasets
-from harness.query import BUILTINS, load_query, make_join_spec
-from harness.runner import RunRequest
+from harness.bench.runner import RunRequest
+from harness.core.query import BUILTINS, load_query, make_join_spec
+from harness.data import datasets
 from implementations import RunContext
 from implementations.hypercube import Relation, allocate, communication, edge_cover_and_packing, share_vectors
 

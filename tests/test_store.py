@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import store
-from harness.errors import DataError
+from harness.core import store
+from harness.core.errors import DataError
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.tables import delta_rows, delta_table, fmt_si
+from harness.bench.tables import delta_rows, delta_table, fmt_si
 
 RUNS = Path(__file__).resolve().parent.parent / "results" / "runs"
 # Delta-BiGJoin on rmat-18: triangle with a BiGJoin recompute of every state, and clique4 without one.

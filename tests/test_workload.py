@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import workload
-from harness.errors import DataError
+from harness.bench import workload
+from harness.core.errors import DataError
 
 SHIPPED = sorted(p.stem for p in workload.WORKLOAD_DIR.glob("*.yaml"))
 

@@ -9,17 +9,13 @@ import numpy as np
 import pytest
 from numba import njit
 
-from harness import datasets, generators
-from harness.query import load_query, make_join_spec
-from implementations import distributed_index
-from implementations.csr import build_csr, difference, intersect
-from implementations.extension_items import Prefixes
-from implementations.extension_kernels import (
-    count_items,
-    intersect_items,
-    propose_items,
-)
-from implementations.plan import ExtensionPlan
+from harness.core.query import load_query, make_join_spec
+from harness.data import datasets, generators
+from implementations.extension.items import Prefixes
+from implementations.gj.csr import build_csr, difference, intersect
+from implementations.gj.extension_kernels import count_items, intersect_items, propose_items
+from implementations.gj.plan import ExtensionPlan
+from implementations.indices import distributed_index
 
 SCALE = 12
 
