@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -244,8 +245,7 @@ def _list_from(t, r, vals, flat, row, offsets, pos, kind_of, floor):
 
 
 @njit(cache=True, nogil=True)
-def generic_join(
-    n,
+def _search(
     offsets,
     values,
     rel_count,
@@ -269,8 +269,10 @@ def generic_join(
     found_before,
     buf,
 ):
-    """Count matches whose first position lies in [first_lo, first_hi); write the first matches into
-    out[found_before:limit] (in attribute-order positions).
+    """generic_join's search, on the arrays its records hold (one array a local: the hot loop reads no
+    record's field, which would cost a reference count each): count matches whose first position lies
+    in [first_lo, first_hi); write the first matches into out[found_before:limit] (in attribute-order
+    positions).
 
     Level j binds position j. rel_*[j, :rel_count[j]] are the relations (bound position, index) that
     bind it; above/below/differ[j, p] say the value must be >, < or != the one at position p; loop[j]
@@ -449,16 +451,89 @@ def generic_join(
     return count
 
 
-def anti_arguments(anti_count: np.ndarray, anti_pos: np.ndarray, anti_kind: np.ndarray) -> tuple:
-    """generic_join's anti-relation arguments: the plan's arrays, or Nones for a plain pattern (whose
-    signature then compiles without the anti-relations' code)."""
-    return (anti_count, anti_pos, anti_kind) if anti_count.any() else (None, None, None)
+class SearchIndex(NamedTuple):
+    """generic_join's lists: K indices as CSR, offsets (K, n + 1) and values (K, *), both C-contiguous,
+    and the sorted vertices that have a self-loop."""
+
+    offsets: np.ndarray
+    values: np.ndarray
+    loops: np.ndarray
 
 
-def label_arguments(plan: ExtensionPlan) -> tuple:
-    """generic_join's label arguments: the plan's required labels and its ranks' labels, or Nones for
-    an unlabelled pattern (whose signature then compiles without the label test)."""
-    return (plan.label, plan.vertex_label) if (plan.label >= 0).any() else (None, None)
+class SearchPlan(NamedTuple):
+    """What generic_join binds at each level j (ExtensionPlan's arrays): rel_*[j, :rel_count[j]] are the
+    relations (bound position, index) that bind position j; above/below/differ[j, p] say its value must
+    be >, < or != the one at position p; loop[j] requires a self-loop."""
+
+    rel_count: np.ndarray
+    rel_pos: np.ndarray
+    rel_kind: np.ndarray
+    above: np.ndarray
+    below: np.ndarray
+    differ: np.ndarray
+    loop: np.ndarray
+
+    @classmethod
+    def of(cls, plan: ExtensionPlan, rel_kind: np.ndarray | None = None) -> SearchPlan:
+        """The plan's arrays; `rel_kind` the index each relation reads where it is not its kind (Shares' cells)."""
+        kinds = plan.rel_kind if rel_kind is None else rel_kind
+        return cls(plan.rel_count, plan.rel_pos, kinds, plan.above, plan.below, plan.differ, plan.loop)
+
+
+class AntiRelations(NamedTuple):
+    """counts[j] anti-relations (pos[j, a], kind[j, a]) whose lists a candidate at j must be absent from."""
+
+    counts: np.ndarray
+    pos: np.ndarray
+    kind: np.ndarray
+
+    @classmethod
+    def of(cls, count: np.ndarray, pos: np.ndarray, kind: np.ndarray) -> AntiRelations | None:
+        """The plan's anti-relations, or None for a plain pattern, whose signature then compiles
+        without the anti-relations' code (numba prunes every `anti is not None` branch)."""
+        return cls(count, pos, kind) if count.any() else None
+
+
+class Labels(NamedTuple):
+    """required[j]: the label the value at j must carry (-1: any); of_vertex[v]: vertex v's (-1: none)."""
+
+    required: np.ndarray
+    of_vertex: np.ndarray
+
+    @classmethod
+    def of(cls, plan: ExtensionPlan) -> Labels | None:
+        """The plan's labels, or None for an unlabelled pattern, whose signature then compiles without the test."""
+        return cls(plan.label, plan.vertex_label) if (plan.label >= 0).any() else None
+
+
+class Listing(NamedTuple):
+    """Where generic_join writes matches: out[found_before:limit], in attribute-order positions."""
+
+    out: np.ndarray
+    limit: int
+    found_before: int
+
+
+@njit(cache=True, nogil=True)
+def generic_join(index, plan, anti, labels, listing, first_lo, first_hi, work, buf):
+    """Count matches whose first position lies in [first_lo, first_hi) of `index` (SearchIndex) under
+    `plan` (SearchPlan), less `anti` (AntiRelations, None: none) and labelled as `labels` say (Labels,
+    None: unlabelled); write the first matches into `listing` (Listing). buf is (2m, longest list)
+    scratch (`scratch`). The search itself is `_search`; numba compiles it without the anti-relations'
+    or the labels' branches where they are None."""
+    if anti is None:
+        anti_count, anti_pos, anti_kind = None, None, None
+    else:
+        anti_count, anti_pos, anti_kind = anti.counts, anti.pos, anti.kind
+    if labels is None:
+        label, vertex_label = None, None
+    else:
+        label, vertex_label = labels.required, labels.of_vertex
+    return _search(
+        index.offsets, index.values, plan.rel_count, plan.rel_pos, plan.rel_kind, plan.above, plan.below,
+        plan.differ, plan.loop, index.loops, anti_count, anti_pos, anti_kind, label, vertex_label,
+        listing.limit, listing.out, work, first_lo, first_hi, listing.found_before, buf,
+    )  # fmt: skip
 
 
 def scratch(offsets: np.ndarray, m: int) -> np.ndarray:
@@ -475,20 +550,18 @@ def warm_up() -> None:
     call even with the code cached."""
     above = np.tril(np.ones((3, 3), dtype=np.bool_), -1)
     none = np.zeros((3, 3), dtype=np.bool_)
-    no_anti = anti_arguments(np.zeros(3, np.int64), np.zeros((3, 1), np.int64), np.zeros((3, 1), np.int64))
     triangle = (np.array([0, 1, 2], np.int64), np.array([[0, 0], [0, 0], [0, 1]], np.int64))
-    no_labels = (None, None)
-    found = _on_a_triangle(*triangle, above, ~above, np.ones(3, np.bool_), no_anti, no_labels, 1)
-    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), no_anti, no_labels, 0)
+    found = _on_a_triangle(*triangle, above, ~above, np.ones(3, np.bool_), None, None, 1)
+    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), None, None, 0)
     # Vertices labelled 0, 1, 0: the triangle labelled 0, 1, 0 in attribute order, and not 1, 1, any.
     vertex_label = np.array([0, 1, 0], np.int64)
-    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), no_anti, (np.array([0, 1, 0]), vertex_label), 0)
-    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), no_anti, (np.array([1, 1, -1]), vertex_label), 0)
+    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), None, Labels(np.array([0, 1, 0]), vertex_label), 0)
+    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), None, Labels(np.array([1, 1, -1]), vertex_label), 0)
     # The wedge b-a-c less the edge b-c: none in a triangle, labelled or not.
     wedge = (np.array([0, 1, 1], np.int64), np.zeros((3, 2), np.int64))
-    anti = (np.array([0, 0, 1], np.int64), np.array([[0], [0], [1]], np.int64), np.zeros((3, 1), np.int64))
-    induced = _on_a_triangle(*wedge, above, none, np.zeros(3, np.bool_), anti, no_labels, 0)
-    induced += _on_a_triangle(*wedge, above, none, np.zeros(3, np.bool_), anti, (np.array([-1, 1, 0]), vertex_label), 0)
+    anti = AntiRelations(np.array([0, 0, 1], np.int64), np.array([[0], [0], [1]], np.int64), np.zeros((3, 1), np.int64))
+    induced = _on_a_triangle(*wedge, above, none, np.zeros(3, np.bool_), anti, None, 0)
+    induced += _on_a_triangle(*wedge, above, none, np.zeros(3, np.bool_), anti, Labels(np.array([-1, 1, 0]), vertex_label), 0)
     if found != 2 or induced != 0:
         raise RuntimeError(f"generic_join self-check found {found} of 2 triangles and {induced} induced wedges in a triangle")
     # The index builders too: the native reference's timing excludes compiling its list builder.
@@ -503,13 +576,9 @@ def _on_a_triangle(rel_count, rel_pos, above, differ, loop, anti, labels, limit)
     values = np.array([[1, 2, 2]], dtype=np.int64)
     none = np.zeros((3, 3), dtype=np.bool_)
     out, work = np.zeros((1, 3), dtype=np.int64), np.zeros(2, dtype=np.int64)
-    kinds = np.zeros((3, 2), dtype=np.int64)
-    anti_count, anti_pos, anti_kind = anti
-    label, vertex_label = labels
-    return generic_join(
-        3, offsets, values, rel_count, rel_pos, kinds, above, none, differ, loop, np.zeros(0, np.int64),
-        anti_count, anti_pos, anti_kind, label, vertex_label, limit, out, work, 0, 3, 0, scratch(offsets, 3),
-    )  # fmt: skip
+    plan = SearchPlan(rel_count, rel_pos, np.zeros((3, 2), dtype=np.int64), above, none, differ, loop)
+    index = SearchIndex(offsets, values, np.zeros(0, np.int64))
+    return generic_join(index, plan, anti, labels, Listing(out, limit, 0), 0, 3, work, scratch(offsets, 3))
 
 
 CHUNK_S = 0.25  # seconds per kernel call: the longest a timed-out run keeps going
@@ -638,12 +707,10 @@ class LocalGenericJoin(Implementation):
     def _kernel(self, lo: int, hi: int, limit: int, out: np.ndarray, found_before: int, work: np.ndarray) -> int:
         """generic_join on first positions [lo, hi): their count; matches written to out[found_before:limit]."""
         p = self.plan
-        anti_count, anti_pos, anti_kind = anti_arguments(p.anti_count, p.anti_pos, p.anti_kind)
-        label, vertex_label = label_arguments(p)
-        return generic_join(
-            self.n, self.offsets, self.values, p.rel_count, p.rel_pos, p.rel_kind, p.above, p.below, p.differ, p.loop,
-            self.loops, anti_count, anti_pos, anti_kind, label, vertex_label, limit, out, work, lo, hi, found_before, self.buf,
-        )  # fmt: skip
+        anti, labels = AntiRelations.of(p.anti_count, p.anti_pos, p.anti_kind), Labels.of(p)
+        index = SearchIndex(self.offsets, self.values, self.loops)
+        listing = Listing(out, limit, found_before)
+        return generic_join(index, SearchPlan.of(p), anti, labels, listing, lo, hi, work, self.buf)
 
     def _run(self, limit: int) -> tuple[int, np.ndarray, np.ndarray]:
         """The count, the first `limit` matches (in attribute order, ranks) and the work counters."""

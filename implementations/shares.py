@@ -479,18 +479,16 @@ def _cell_kernel(plan, layout, rows, loop_relations, relation, early, late, n):
     for i in range(len(index)):
         same[i] = next((k for k in range(i) if same[k] == k and all(map(np.array_equal, index[i], index[k]))), i)
     rel_index = same[plan.rel_atom]
-    anti_count, anti_pos, anti_kind = local_gj.anti_arguments(plan.anti_count, plan.anti_pos, same[layout.anti_row])
+    lists = local_gj.SearchIndex(offsets, values, loops)
+    search = local_gj.SearchPlan.of(plan, rel_kind=rel_index)
+    anti = local_gj.AntiRelations.of(plan.anti_count, plan.anti_pos, same[layout.anti_row])
     buf = local_gj.scratch(offsets, plan.m)
 
     def kernel(lo: int, hi: int, out: np.ndarray, work: np.ndarray) -> int:
         # Through the module: a bare jitted name in this closure would be pickled by value and compiled
-        # again in every Python worker (seconds), where the module's own dispatcher is warm.
-        return local_gj.generic_join(
-            n, offsets, values, plan.rel_count, plan.rel_pos, rel_index, plan.above, plan.below, plan.differ, plan.loop,
-            loops, anti_count, anti_pos, anti_kind,
-            None, None,  # no label test: each shipped relation was filtered by its attributes' labels before the shuffle
-            len(out), out, work, lo, hi, 0, buf,
-        )  # fmt: skip
+        # again in every Python worker (seconds), where the module's own dispatcher is warm. No label
+        # test: each shipped relation was filtered by its attributes' labels before the shuffle.
+        return local_gj.generic_join(lists, search, anti, None, local_gj.Listing(out, len(out), 0), lo, hi, work, buf)
 
     return kernel, np.diff(offsets[0])
 
