@@ -30,8 +30,7 @@ import numpy as np
 from harness.core import store
 from implementations.bigjoin import BiGJoin
 from implementations.carry_kernels import expand_families, family_window, make_families
-from implementations.extension.dataflow import DataflowJob, WorkerStage, checks
-from implementations.gj import exchange
+from implementations.extension.dataflow import DataflowJob, WorkerStage, checks, map_chunk
 from implementations.gj.exchange import BlobKind
 from implementations.gj.plan import ExtensionPlan
 from implementations.local_gj import level_plan
@@ -159,12 +158,11 @@ class CarryJob(DataflowJob):
                 at += work
                 continue
             with worker.clock(level, "io_us"):
-                _, _, meta, arrays = exchange.unpack(store.map_bytes(path))
-                rows, seg = arrays[0].reshape(meta[1], meta[2]), arrays[1]
+                rows, seg, chunk = map_chunk(path)
                 first, last, start, got, room = family_window(
                     rows, seg, level, max(0, skip - at), room, per_row, per_value, counts_bytes, after, taken > 0
                 )
-            total = int(meta[3])
+            total = chunk.work
             if got:
                 taken += got
                 yield rows, seg, first, last, start

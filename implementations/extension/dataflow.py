@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -50,7 +50,7 @@ from implementations.extension.dataflow_kernels import (
     split_ranges,
 )
 from implementations.extension.items import Chunk, chunk_glob, chunk_path, stage_of
-from implementations.extension.stage import FIELDS, F
+from implementations.extension.stage import FIELDS, F, TableMeta, pack_table, unpack_table
 from implementations.gj import exchange
 from implementations.gj.blocks import Blocks
 from implementations.gj.budget import Budget
@@ -66,6 +66,32 @@ from implementations.indices import distributed_index
 # A candidate list longer than this is proposed as several items (same prefix, consecutive parts),
 # so no item, and no blob, outgrows what one Arrow buffer should carry.
 MAX_ITEM_VALUES = 4 << 20
+
+
+class RowsMeta(NamedTuple):
+    """The meta of a blob of rows in flight (CANDIDATES, PREFIXES, FAMILIES; `WorkerStage.send`)."""
+
+    group: int  # the sending extension's tag + the level whose step moves the rows
+    level: int  # the level whose queue the rows head for (candidates: the level that proposed them)
+    rows: int
+    width: int  # the row length
+
+
+class ChunkMeta(NamedTuple):
+    """The meta of a queue chunk's blob (`WorkerStage.flush_queue`)."""
+
+    level: int
+    rows: int
+    width: int  # the row length
+    work: int  # the rows' total proposal work
+    values: int  # bigjoin-carry's family members (none for prefix rows)
+
+
+def map_chunk(path: str) -> tuple[np.ndarray, np.ndarray, ChunkMeta]:
+    """A queue chunk's rows and values, mapped from its file (no copy), and its meta."""
+    _, _, meta, arrays = exchange.unpack(store.map_bytes(path))
+    chunk = ChunkMeta(*meta)
+    return arrays[0].reshape(chunk.rows, chunk.width), arrays[1], chunk
 
 
 def hops(plan: ExtensionPlan, level: int, workers: int) -> int:
@@ -269,11 +295,11 @@ class WorkerStage:
         by_level: dict[int, list] = {}
         for kind, meta, arrays in received:
             if kind == BlobKind.STATS:
-                self.carried.append(arrays[0].reshape(meta[:2]))
+                self.carried.append(unpack_table(meta, arrays))
             elif kind == BlobKind.MATCHES:
-                self.matches.append(arrays[0].reshape(meta[:2]))
+                self.matches.append(unpack_table(meta, arrays))
             else:
-                by_level.setdefault(meta[0] - job.tag, []).append((kind, meta, arrays))
+                by_level.setdefault(RowsMeta(*meta).group - job.tag, []).append((kind, meta, arrays))
         for level in job.levels:
             if job.offsets[level] < self.stage <= job.last_stage(level):
                 self.receive(level, by_level.pop(level, []))
@@ -290,7 +316,8 @@ class WorkerStage:
         """Items of `level` that other workers sent here: candidates to intersect, prefixes to count."""
         prefixes = []
         for kind, meta, arrays in blobs:
-            rows = arrays[0].reshape(meta[2], meta[3])
+            shape = RowsMeta(*meta)
+            rows = arrays[0].reshape(shape.rows, shape.width)
             if kind == BlobKind.CANDIDATES:
                 self.add(level, "received_prefixes", len(rows))
                 self.add(level, "received_candidates", len(arrays[1]))
@@ -432,7 +459,7 @@ class WorkerStage:
         values = np.concatenate([v for _, v in parts]) if len(parts) > 1 else parts[0][1]
         work = int(rows[:, self.job.work_column(level)].astype(np.int64).sum())
         with self.clock(group, "pack_us"):
-            meta = (level, len(rows), rows.shape[1], work, len(values))
+            meta = ChunkMeta(level=level, rows=len(rows), width=rows.shape[1], work=work, values=len(values))
             blob = exchange.pack(self.job.queue_kind(level), self.p, [rows.ravel(), values], meta)
         with self.clock(group, "io_us"):
             store.write_bytes(self.job.chunk_path(level, self.p, self.stage, self.attempt), blob)
@@ -463,10 +490,9 @@ class WorkerStage:
             if work is not None and at + work <= skip:
                 at += work
                 continue
-            _, _, meta, arrays = exchange.unpack(store.map_bytes(path))
-            rows = arrays[0].reshape(meta[1], meta[2])
+            rows, _, chunk = map_chunk(path)
             rows_work = rows[:, level + 2].astype(np.int64)
-            total = int(meta[3])
+            total = chunk.work
             whole = per_row * len(rows) + per_value * total
             if at >= skip and whole <= room:  # the whole chunk: no per-row arithmetic, no copy
                 parts.append(rows)
@@ -525,7 +551,11 @@ class WorkerStage:
             width = rows.shape[1]
             targets = [q for q in range(job.workers) if items[q]]
             blobs = [
-                (q, (job.tag + group, level, int(items[q]), width), [(np.int32, int(items[q]) * width), (np.int32, int(vals[q]))])
+                (
+                    q,
+                    RowsMeta(group=job.tag + group, level=level, rows=int(items[q]), width=width),
+                    [(np.int32, int(items[q]) * width), (np.int32, int(vals[q]))],
+                )
                 for q in targets
             ]
             buffer, places = exchange.layout(kind, blobs)
@@ -567,10 +597,10 @@ class WorkerStage:
                 job.sink.write_task(job.job_id, self.stage, self.p, self.attempt, self.listed)
         stats = np.concatenate(self.carried + [self.records[level][None, :] for level in sorted(self.records)])
         tag = self.job.tag
-        side = [exchange.pack(BlobKind.STATS, self.p, [stats.ravel()], (*stats.shape, tag))]
+        side = [pack_table(BlobKind.STATS, self.p, stats, tag)]
         if self.matches:
             found = np.concatenate(self.matches)[: self.job.match_limit]
-            side.append(exchange.pack(BlobKind.MATCHES, self.p, [found.ravel()], (*found.shape, tag)))
+            side.append(pack_table(BlobKind.MATCHES, self.p, found, tag))
         token = exchange.TO_DRIVER if final else int(self.job.tokens[self.p])
         yield from exchange.blob_batches([token] * len(side), side)
 
@@ -669,9 +699,10 @@ class DataflowGroup:
             with workers[0].clock(None, "pack_us"):
                 for kind, meta, arrays in exchange.received(iterator, p):
                     if kind in (BlobKind.STATS, BlobKind.MATCHES):
-                        by_tag.setdefault(meta[2], []).append((kind, meta, arrays))
+                        by_tag.setdefault(TableMeta(*meta).group, []).append((kind, meta, arrays))
                     elif kind in (BlobKind.CANDIDATES, BlobKind.PREFIXES, BlobKind.FAMILIES):
-                        by_tag.setdefault(meta[0] - meta[0] % TAG_STRIDE, []).append((kind, meta, arrays))
+                        group = RowsMeta(*meta).group
+                        by_tag.setdefault(group - group % TAG_STRIDE, []).append((kind, meta, arrays))
                     else:  # the prelude's reports, on their way to the driver
                         reports.append(exchange.pack(kind, p, arrays, meta))
             for worker in workers:

@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -124,16 +124,25 @@ ITEM_KINDS: dict[int, type] = {BlobKind.CANDIDATES: Candidates, BlobKind.PREFIXE
 _ItemsT = TypeVar("_ItemsT", bound=_Items)
 
 
+class ItemsMeta(NamedTuple):
+    """The meta of an item blob (`pack_items`): the shape of its prefix matrix and the extension group
+    it belongs to."""
+
+    rows: int
+    width: int  # the prefix length
+    group: int
+
+
 def pack_items(items: _Items, dest: int, group: int = 0) -> exchange.Blob:
-    """meta: (rows, prefix width, group); every blob of this module ends its meta with its group."""
     arrays = [getattr(items, f) for f in type(items).__dataclass_fields__]
     arrays[0] = arrays[0].ravel()
-    return exchange.pack(items.KIND, dest, arrays, (*items.prefix.shape, group))
+    rows, width = items.prefix.shape
+    return exchange.pack(items.KIND, dest, arrays, ItemsMeta(rows=rows, width=width, group=group))
 
 
-def unpack_items(kind: int, meta: tuple, arrays: list[np.ndarray]) -> _Items:
-    n, width = meta[:2]
-    return ITEM_KINDS[kind](arrays[0].reshape(n, width), *(a.copy() for a in arrays[1:]))
+def unpack_items(kind: int, meta: tuple[int, ...], arrays: list[np.ndarray]) -> _Items:
+    shape = ItemsMeta(*meta)
+    return ITEM_KINDS[kind](arrays[0].reshape(shape.rows, shape.width), *(a.copy() for a in arrays[1:]))
 
 
 def read_queue(path: str) -> _Items:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from implementations.extension.items import Candidates, Chunk, Prefixes, chunk_path, concat_items, take_window, unpack_items
-from implementations.extension.stage import FIELDS, F, Stage
+from implementations.extension.stage import FIELDS, F, Stage, TableMeta, unpack_table
 from implementations.gj import exchange
 from implementations.gj.exchange import BlobKind
 from implementations.gj.extension_kernels import IndexPartition
@@ -180,9 +180,9 @@ def job_result(job, payloads: list) -> JobResult:
     for payload in payloads:
         kind, dest, meta, arrays = exchange.unpack(payload)
         if kind == BlobKind.STATS:
-            blocks.append(arrays[0].reshape(meta[:2]))
+            blocks.append(unpack_table(meta, arrays))
         elif kind == BlobKind.MATCHES:
-            matches.setdefault(meta[2], []).append(arrays[0].reshape(meta[:2]))
+            matches.setdefault(TableMeta(*meta).group, []).append(unpack_table(meta, arrays))
         else:
             reports.append((kind, dest, arrays[0].copy()))
     job.cleanup()

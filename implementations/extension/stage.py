@@ -15,14 +15,15 @@ answers, and so what travels, is the variant's choice:
 Which version of the index a lookup reads (delta-bigjoin's old and new views) is the plan's
 `rel_view` of its relation, which the kernels hand to `list_ranges`.
 
-This module holds one worker's share of one stage (`StageBase`, and BiGJoin's `Stage`) and the
-counters each stage records (`FIELDS`)."""
+This module holds one worker's share of one stage (`StageBase`, and BiGJoin's `Stage`), the
+counters each stage records (`FIELDS`), and the blobs those counters and the sampled matches
+travel in (`pack_table`)."""
 
 from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -79,6 +80,26 @@ F = {name: i for i, name in enumerate(FIELDS)}
 PYTHON_CLOCKS = ("kernel_us", "pack_us", "io_us")
 
 
+class TableMeta(NamedTuple):
+    """The meta of a STATS or MATCHES blob, whose one array is a matrix (counter rows, or matches):
+    its shape, and the extension it belongs to (a one-level job's group, a dataflow's tag)."""
+
+    rows: int
+    columns: int
+    group: int
+
+
+def pack_table(kind: int, dest: int, table: np.ndarray, group: int) -> exchange.Blob:
+    rows, columns = table.shape
+    return exchange.pack(kind, dest, [table.ravel()], TableMeta(rows=rows, columns=columns, group=group))
+
+
+def unpack_table(meta: tuple[int, ...], arrays: list[np.ndarray]) -> np.ndarray:
+    """The matrix of a STATS or MATCHES blob, as a view of the received data."""
+    shape = TableMeta(*meta)
+    return arrays[0].reshape(shape.rows, shape.columns)
+
+
 class StageBase:
     """One worker's share of one stage: its counters (one FIELDS row, plus the rows of earlier stages
     that travel with the data), its sample of matches, queueing and the blobs it emits."""
@@ -114,12 +135,12 @@ class StageBase:
         self.add("queued_rows", len(items.prefix))
         self.add("queued_work", items.work().astype(np.int64).sum())
 
-    def side_input(self, kind: int, meta: tuple, arrays: list[np.ndarray]) -> bool:
+    def side_input(self, kind: int, meta: tuple[int, ...], arrays: list[np.ndarray]) -> bool:
         """Take a STATS or MATCHES blob travelling with the data; False for any other kind."""
         if kind == BlobKind.STATS:
-            self.stats.append(arrays[0].reshape(meta[:2]))
+            self.stats.append(unpack_table(meta, arrays))
         elif kind == BlobKind.MATCHES:
-            self.matches.append(arrays[0].reshape(meta[:2]))
+            self.matches.append(unpack_table(meta, arrays))
         else:
             return False
         return True
@@ -136,10 +157,10 @@ class StageBase:
         self.stats.append(self.record[None, :])
         stats = np.concatenate(self.stats)
         group = self.job.group
-        side = [exchange.pack(BlobKind.STATS, self.p, [stats.ravel()], (*stats.shape, group))]
+        side = [pack_table(BlobKind.STATS, self.p, stats, group)]
         if self.matches:
             found = np.concatenate(self.matches)[: self.job.match_limit]
-            side.append(exchange.pack(BlobKind.MATCHES, self.p, [found.ravel()], (*found.shape, group)))
+            side.append(pack_table(BlobKind.MATCHES, self.p, found, group))
         if final:
             return list(exchange.blob_batches([-1] * len(side), side))
         tokens = tokens + [int(self.job.tokens[self.p])] * len(side)

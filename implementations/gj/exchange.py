@@ -98,7 +98,9 @@ class _Sequence:
 
 
 def pack(kind: int, dest: int, arrays: list[np.ndarray], meta: tuple[int, ...] = ()) -> np.ndarray:
-    """One blob (a uint8 buffer): the header then the arrays, each copied once, 8-byte aligned."""
+    """One blob (a uint8 buffer): the header then the arrays, each copied once, 8-byte aligned. `meta`
+    is a NamedTuple of ints, defined where the kind is packed; a receiver names the plain tuple
+    `unpack` gives back with it (e.g. `ItemsMeta(*meta).rows`)."""
     sender, seq = _Sequence.take()
     arrays = [np.asarray(a) for a in arrays]
     header = [MAGIC, kind, dest, sender, seq, len(meta), len(arrays), *meta]
