@@ -84,6 +84,25 @@ class Lookup(NamedTuple):
     completes: bool = False
 
 
+class LookupMeta(NamedTuple):
+    """The meta of a LOOKUPS blob: what it asks, who asks, and where its keys start among the
+    distinct keys the requester sends this owner (`MAX_LOOKUPS_PER_BLOB` a blob)."""
+
+    operator: int  # an Operator
+    requester: int
+    offset: int
+
+
+class AnswerMeta(NamedTuple):
+    """The meta of an ANSWERS blob: who answers, and the LOOKUPS blob it answers (its operator,
+    offset and number of keys)."""
+
+    operator: int  # an Operator
+    answerer: int
+    offset: int
+    looked_up: int
+
+
 class Role(Enum):
     SEED = "seed"  # level 0: count this worker's keys locally, then Balance
     REQUEST = "request"  # apply the answers to the previous lookup, then send the next (or finish the level)
@@ -277,7 +296,9 @@ class _BalancedStage(StageBase):
 
     def _answer(self, data) -> None:
         """Owner role: answer every lookup this worker received, back to its requester."""
-        for _kind, (op, requester, offset), arrays in data:
+        for _kind, meta, arrays in data:
+            request = LookupMeta(*meta)
+            op = Operator(request.operator)
             codes = np.cumsum(arrays[0])  # sent as deltas of the sorted keys
             self.add("received_lookups", len(codes))
             answer = ANSWERERS[op].answer(self.index, codes)
@@ -288,8 +309,9 @@ class _BalancedStage(StageBase):
             tuples = len(answer) // (2 if op == Operator.COUNT else 1)
             if op != Operator.COUNT:  # resolved values (sorted within a list) and hit positions go as deltas too
                 answer = np.diff(answer, prepend=np.int32(0)).astype(np.int32)
-            blob = exchange.pack(BlobKind.ANSWERS, requester, [answer], (op, self.p, offset, len(codes)))
-            self._send(requester, blob, "sent_remote_answers", tuples)
+            reply = AnswerMeta(operator=op, answerer=self.p, offset=request.offset, looked_up=len(codes))
+            blob = exchange.pack(BlobKind.ANSWERS, request.requester, [answer], reply)
+            self._send(request.requester, blob, "sent_remote_answers", tuples)
 
     def _queue_ranges(self, data) -> None:
         parts = [unpack_items(kind, meta, arrays) for kind, meta, arrays in data if kind == BlobKind.RANGES]
@@ -360,12 +382,8 @@ class _BalancedStage(StageBase):
                 piece = unique[sel[offset : offset + MAX_LOOKUPS_PER_BLOB]]
                 # Sorted keys go as deltas: mostly small numbers, which Spark's shuffle compression shrinks.
                 deltas = np.diff(piece, prepend=np.int64(0))
-                self._send(
-                    q,
-                    exchange.pack(BlobKind.LOOKUPS, q, [deltas], (lookup.operator, self.p, offset)),
-                    "sent_remote_lookups",
-                    len(piece),
-                )
+                request = LookupMeta(operator=lookup.operator, requester=self.p, offset=offset)
+                self._send(q, exchange.pack(BlobKind.LOOKUPS, q, [deltas], request), "sent_remote_lookups", len(piece))
 
     def _apply(self, lookup: Lookup, state: Requests, answer: np.ndarray) -> None:
         plan, j = self.job.plan, self.job.level
@@ -476,12 +494,13 @@ def _gather_answers(data, dest: np.ndarray, workers: int, width: int) -> tuple[n
     sent_to = dict(exchange.by_destination(dest, workers))  # the order _request sent them in
     out = np.zeros((len(dest), width), dtype=np.int32)
     answered = tuples = 0
-    for kind, (op, owner, offset, looked_up), arrays in data:
+    for kind, meta, arrays in data:
         if kind != BlobKind.ANSWERS:
             continue
-        mine = sent_to[owner][offset : offset + looked_up]
-        values = arrays[0] if op == Operator.COUNT else np.cumsum(arrays[0], dtype=np.int64)
-        if op in MEMBERSHIP:  # the positions of the hits
+        reply = AnswerMeta(*meta)
+        mine = sent_to[reply.answerer][reply.offset : reply.offset + reply.looked_up]
+        values = arrays[0] if reply.operator == Operator.COUNT else np.cumsum(arrays[0], dtype=np.int64)
+        if reply.operator in MEMBERSHIP:  # the positions of the hits
             out[mine[values]] = 1
             tuples += len(values)
         else:
