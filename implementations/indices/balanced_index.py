@@ -13,7 +13,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -112,13 +112,29 @@ def _new_root(source: PartitionedIndex):
     return root
 
 
+class BalancedSizes(NamedTuple):
+    """What `_gather` reports of the partition it wrote: its blob's meta."""
+
+    count_keys: int
+    resolver_entries: int
+    membership_entries: int
+
+
 def _finished(source: PartitionedIndex, root, reports: list) -> BalancedIndex:
-    """The driver's handle, from each worker's (keys, resolver entries, membership entries) report."""
-    stats = np.zeros((source.workers, 3), dtype=np.int64)
+    """The driver's handle, from each worker's BalancedSizes."""
+    sizes = [BalancedSizes(count_keys=0, resolver_entries=0, membership_entries=0)] * source.workers
     for payload in reports:
         _, p, meta, _ = exchange.unpack(payload)
-        stats[p] = meta
-    return BalancedIndex(root, source.workers, source.vertices, source.ids, stats[:, 0], stats[:, 1], stats[:, 2])
+        sizes[p] = BalancedSizes(*meta)
+    return BalancedIndex(
+        root,
+        source.workers,
+        source.vertices,
+        source.ids,
+        count_keys=np.array([s.count_keys for s in sizes], np.int64),
+        resolver_entries=np.array([s.resolver_entries for s in sizes], np.int64),
+        membership_entries=np.array([s.membership_entries for s in sizes], np.int64),
+    )
 
 
 def _scatter(source_root: str, root: str, workers: int, tokens: np.ndarray):
@@ -174,7 +190,8 @@ def _gather(root: str):
         store.save_array(os.path.join(directory, "resolver_values.npy"), value[order])
         store.save_array(os.path.join(directory, "edges.npy"), edge)
         keys = len(mapped(os.path.join(directory, "count_keys.npy")))  # written by _scatter, maybe elsewhere
-        yield from exchange.blob_batches([-1], [exchange.pack(0, p, [np.zeros(0, np.int8)], (keys, len(code), len(edge)))])
+        sizes = BalancedSizes(count_keys=keys, resolver_entries=len(code), membership_entries=len(edge))
+        yield from exchange.blob_batches([-1], [exchange.pack(0, p, [np.zeros(0, np.int8)], sizes)])
 
     return gather
 

@@ -192,10 +192,7 @@ class _Entries:
 
 def _finished(source: PartitionedIndex, root: Path, block_size: int, reports: list) -> BlockIndex:
     """Merge the workers' tables of split keys into one (BLOCK_FILES) and the driver's record."""
-    stats = np.zeros((source.workers, 3), dtype=np.int64)
-    for payload in reports:
-        _, p, meta, _ = exchange.unpack(payload)
-        stats[p] = meta
+    sizes, _ = distributed_index.reported_partitions(reports, source.workers)
     parts = [[mapped(os.path.join(root, f"p{p}", f"{name}.npy")) for name in SPLIT_FILES] for p in range(source.workers)]
     table = _merged_table(list(zip(*parts)))
     for name, array in zip(BLOCK_FILES, table):
@@ -210,8 +207,8 @@ def _finished(source: PartitionedIndex, root: Path, block_size: int, reports: li
         block_size,
         split_keys,
         blocks,
-        stats[:, 0],
-        stats[:, 1] + stats[:, 2],
+        keys=np.array([s.keys for s in sizes], np.int64),
+        entries=np.array([s.forward + s.reverse for s in sizes], np.int64),
     )
 
 

@@ -16,6 +16,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -117,14 +118,31 @@ def build(spark, edges, undirected: bool, workers: int, extra_vertices=None) -> 
         )
     finally:
         ranking.destroy()
-    stats = np.zeros((workers, 3), dtype=np.int64)  # keys, forward entries, reverse entries
+    sizes, loop_vertices = reported_partitions([row.payload for row in rows], workers)
+    keys = np.array([s.keys for s in sizes], np.int64)
+    forward = np.array([s.forward for s in sizes], np.int64)
+    reverse = np.array([s.reverse for s in sizes], np.int64)
+    return _finished(root, workers, undirected, (ids, rank), (keys, forward, reverse), loop_vertices)
+
+
+class PartitionSizes(NamedTuple):
+    """What `partition_builder` reports of the partition it wrote: its blob's meta (the partition's
+    self-loops are its array)."""
+
+    keys: int
+    forward: int  # forward-list entries
+    reverse: int  # reverse-list entries
+
+
+def reported_partitions(payloads: list, workers: int) -> tuple[list[PartitionSizes], np.ndarray]:
+    """Each worker's PartitionSizes and the loop vertices, from the blobs of `partition_builder`."""
+    sizes = [PartitionSizes(keys=0, forward=0, reverse=0)] * workers
     loops = []
-    for row in rows:
-        _, p, meta, arrays = exchange.unpack(row.payload)
-        stats[p] = meta
+    for payload in payloads:
+        _, p, meta, arrays = exchange.unpack(payload)
+        sizes[p] = PartitionSizes(*meta)
         loops.append(arrays[0])
-    loop_vertices = (np.sort(np.concatenate(loops)) if loops else np.zeros(0, np.int32)).astype(np.int32)
-    return _finished(root, workers, undirected, (ids, rank), stats.T, loop_vertices)
+    return sizes, (np.sort(np.concatenate(loops)) if loops else np.zeros(0, np.int32)).astype(np.int32)
 
 
 def _finished(root: Path, workers: int, undirected: bool, ranking, sizes, loop_vertices: np.ndarray) -> PartitionedIndex:
@@ -318,8 +336,8 @@ def partition_builder(root: str, vertices: int):
         store.save_array(os.path.join(directory, "forward.npy"), lists[0])
         store.save_array(os.path.join(directory, "reverse.npy"), lists[1])
         loops = np.unique(keys[(keys == values) & (kinds == 0)]).astype(np.int32)
-        meta = (len(local), len(lists[0]), len(lists[1]))
-        yield from exchange.blob_batches([-1], [exchange.pack(0, p, [loops], meta)])
+        sizes = PartitionSizes(keys=len(local), forward=len(lists[0]), reverse=len(lists[1]))
+        yield from exchange.blob_batches([-1], [exchange.pack(0, p, [loops], sizes)])
 
     return build_one
 
