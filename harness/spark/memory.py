@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import psutil
 
@@ -19,6 +20,26 @@ INTERVAL_S = 0.1
 # and the contest show these three).
 PROCESS_FIELDS = ("driver_python_rss", "driver_jvm_rss", "jvm_child_python_rss")
 FIELDS = (*PROCESS_FIELDS, "machine_used")
+
+
+class ProcessPeak(NamedTuple):
+    """One process's resident bytes at the window's start and at its peak, as a report holds them."""
+
+    start_bytes: int | None
+    peak_bytes: int | None
+
+
+def _start_key(field: str) -> str:
+    return f"{field}_start_bytes"
+
+
+def _peak_key(field: str) -> str:
+    return f"{field}_peak_bytes"
+
+
+def process_peaks(report: dict) -> dict[str, ProcessPeak]:
+    """A report's start and peak of each of the run's own processes (PROCESS_FIELDS), in that order."""
+    return {k: ProcessPeak(report.get(_start_key(k)), report.get(_peak_key(k))) for k in PROCESS_FIELDS}
 
 
 def _rss(proc: psutil.Process | None) -> int:
@@ -144,6 +165,6 @@ class MemorySampler:
             **{f"{k}_hwm": v for k, v in self.hwm.items()},
         }
         for k in FIELDS:
-            out[f"{k}_start_bytes"] = self.start.get(k)
-            out[f"{k}_peak_bytes"] = self.peak.get(k)
+            out[_start_key(k)] = self.start.get(k)
+            out[_peak_key(k)] = self.peak.get(k)
         return out
