@@ -31,6 +31,7 @@ from rich.progress import (
 from rich.text import Text
 
 from harness.bench import census, plots
+from harness.bench.record import RunRecord
 from harness.bench.tables import (
     balance_table,
     critical_path_table,
@@ -53,23 +54,23 @@ console = Console(stderr=False, highlight=False, width=_WIDTH)
 errors = Console(stderr=True, highlight=False, width=_WIDTH)
 
 
-def _report_failures(records: list[dict]) -> None:
+def _report_failures(records: list[RunRecord]) -> None:
     for r in records:
-        if r["status"] == "UNVERIFIED":
-            allowed = " (allowed: allow_unverified)" if r.get("allow_unverified") else ""
+        if r.status == "UNVERIFIED":
+            allowed = " (allowed: allow_unverified)" if r.allow_unverified else ""
             errors.print(
-                f"[yellow]UNVERIFIED[/] {r['implementation']} {r['query'].get('name')} on {r['dataset'].get('name')}: "
-                f"count {r['count']:,} not checked by anything independent: {r.get('unverified_reason')}{allowed}",
+                f"[yellow]UNVERIFIED[/] {r.implementation} {r.query_name} on {r.dataset_name}: "
+                f"count {r.count:,} not checked by anything independent: {r.unverified_reason}{allowed}",
                 soft_wrap=True,
             )
-        elif r["status"] != "OK":
+        elif r.status != "OK":
             expected = " (expected by the workload)" if expected_failure(r) else ""
             errors.print(
-                f"[red]{r['status']}[/] {r['implementation']} {r['query'].get('name')} on {r['dataset'].get('name')}: "
-                f"{r.get('error') or 'count disagrees with an oracle'}{expected}",
+                f"[red]{r.status}[/] {r.implementation} {r.query_name} on {r.dataset_name}: "
+                f"{r.error or 'count disagrees with an oracle'}{expected}",
                 soft_wrap=True,
             )
-            for c in r.get("checks", []):
+            for c in r.checks:
                 for ex in c.get("counterexamples", []):
                     errors.print(f"    {c['name']}: {ex['kind']} x{ex['times']}: {ex['match']}")
 
@@ -104,22 +105,22 @@ def cmd_run(args) -> int:
         labels=args.labels,
     )
     record = Runner(args.master, args.workers, kernels=frozenset()).run(req)  # warms what the run calls
-    path = Path(args.json) if args.json else RESULTS_DIR / "runs" / f"run-{record['run_id']}.json"
-    write_json_atomic(path, record)
-    if record["status"] == "DAT":
-        errors.print(f"error: {record['error']}")
+    path = Path(args.json) if args.json else RESULTS_DIR / "runs" / f"run-{record.run_id}.json"
+    write_json_atomic(path, record.to_json())
+    if record.status == "DAT":
+        errors.print(f"error: {record.error}")
         return 2
-    _print_results([record], f"run {record['run_id']}", args.wide)
+    _print_results([record], f"run {record.run_id}", args.wide)
     _report_failures([record])
     console.print(f"result: {path}")
-    if record.get("limit") is not None:
-        first = record["metrics"].get("first_match_s")
+    if record.limit is not None:
+        first = record.metrics.get("first_match_s")
         console.print(
-            f"limit {record['limit']:,}: count {record['count']:,} is min({record['limit']:,}, matches), verified as such; "
+            f"limit {record.limit:,}: count {record.count:,} is min({record.limit:,}, matches), verified as such; "
             f"first match after {'(not known)' if first is None else f'{first} s'}"
         )
-    if record.get("output"):
-        console.print(f"matches: {record['output']['path']} ({record['output']['rows']:,} rows, Parquet)")
+    if record.output:
+        console.print(f"matches: {record.output['path']} ({record.output['rows']:,} rows, Parquet)")
     return 0 if passes(record) else 2
 
 
@@ -158,7 +159,7 @@ class _LiveColumn(ProgressColumn):
         return Text(self.runner.live_status(), style="cyan")
 
 
-def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
+def _execute(wl, master: str | None, out_dir: Path) -> list[RunRecord]:
     """Run every request of a workload, writing each record to out_dir as it completes."""
     from harness.bench.runner import Runner
     from implementations import kernels_of
@@ -184,14 +185,12 @@ def _execute(wl, master: str | None, out_dir: Path) -> list[dict]:
             progress.update(task, description=head)
             record = runner.run(req)
             records.append(record)
-            name = f"{i:03d}-{_slug(req.impl)}-{_slug(str(record['query'].get('name')))}-{_slug(str(record['dataset'].get('name')))}-w{req.workers}-t{req.trial}.json"
-            write_json_atomic(out_dir / name, record)
+            name = f"{i:03d}-{_slug(req.impl)}-{_slug(str(record.query_name))}-{_slug(str(record.dataset_name))}-w{req.workers}-t{req.trial}.json"
+            write_json_atomic(out_dir / name, record.to_json())
             mark = {"OK": "[green]OK[/]", "UNVERIFIED": "[yellow]UNVERIFIED[/]"}.get(
-                record["status"], f"[red]{record['status']}[/]"
+                str(record.status), f"[red]{record.status}[/]"
             )
-            progress.console.print(
-                f"{label}: {mark} count={fmt_int(record.get('count'))} query_s={record['metrics'].get('query_s', '-')}"
-            )
+            progress.console.print(f"{label}: {mark} count={fmt_int(record.count)} query_s={record.metrics.get('query_s', '-')}")
             progress.advance(task)
     return records
 
@@ -215,7 +214,7 @@ def _swap_in_real_graphs(wl, from_path: Path) -> None:
     console.print(f"--from {from_path}: " + ", ".join(swapped))
 
 
-def _print_results(records: list[dict], title: str, wide: bool) -> None:
+def _print_results(records: list[RunRecord], title: str, wide: bool) -> None:
     """What run and bench print: the contest tables (100 columns), with `wide` every column of every
     run and the detail tables first."""
     if wide:
@@ -249,7 +248,7 @@ def _print_present(*tables) -> None:
             console.print(table)
 
 
-def _print_contests(records: list[dict], wide: bool) -> None:
+def _print_contests(records: list[RunRecord], wide: bool) -> None:
     """The bench's last word: per case, the implementations side by side (at most 100 columns unless
     wide) and who won, in lines that fit the terminal."""
     from harness.bench import contest
@@ -311,7 +310,7 @@ def cmd_baseline(args) -> int:
     return 0
 
 
-def _gate_against(args) -> tuple[dict, list[dict], Path, Path]:
+def _gate_against(args) -> tuple[dict, list[RunRecord], Path, Path]:
     """`gate --against REV`: REV and this tree run a workload alternating; (baseline, this tree's
     records, the name the findings give the baseline, the results directory)."""
     from harness.bench import gate

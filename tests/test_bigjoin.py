@@ -115,17 +115,17 @@ def test_index_is_built_once_per_graph_and_reused(runner):
     first = runner.run(RunRequest("triangle", "rmat:scale=7,ef=6,seed=11", "bigjoin", oracle="networkx", params=spark_built))
     second = runner.run(RunRequest("clique4", "rmat:scale=7,ef=6,seed=11", "bigjoin", oracle="networkx"))
     for record in (first, second):
-        assert record["status"] == "OK" and record["verified"], record.get("error")
-        assert record["logical"]["tuples_exchanged"] > 0 and record["metrics"]["shuffle_records"] > 0
-    assert first["metrics"]["index_reused"] is False and second["metrics"]["index_reused"] is True
-    assert second["logical"]["index"]["reused"] is True
-    assert second["metrics"]["index_s"] < first["metrics"]["index_s"]
-    assert first["logical"]["kernels_compiled"] == second["logical"]["kernels_compiled"] == 0  # the workers started warm
-    t = first["metrics"]["time_breakdown"]["query"]  # the tasks' Python clocks sit inside their run time
+        assert record.status == "OK" and record.verified, record.error
+        assert record.logical["tuples_exchanged"] > 0 and record.metrics["shuffle_records"] > 0
+    assert first.metrics["index_reused"] is False and second.metrics["index_reused"] is True
+    assert second.logical["index"]["reused"] is True
+    assert second.metrics["index_s"] < first.metrics["index_s"]
+    assert first.logical["kernels_compiled"] == second.logical["kernels_compiled"] == 0  # the workers started warm
+    t = first.metrics["time_breakdown"]["query"]  # the tasks' Python clocks sit inside their run time
     assert t["python_task_s"]["kernel"] > 0 and t["python_task_s"]["pack"] > 0 and t["python_task_s"]["io"] > 0
     assert sum(t["python_task_s"].values()) <= t["executor_run_s"] * 1.1 + 0.1
 
 
 def test_bad_batch_is_a_data_error(runner):
     record = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "bigjoin", params={"batch": 0}))
-    assert record["status"] == "DAT" and "--batch" in record["error"]
+    assert record.status == "DAT" and "--batch" in record.error

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from harness import cli
 from harness.bench import census, workload
+from harness.bench.record import RunRecord
 from harness.bench.runner import Runner, RunRequest, resolve_query
 from harness.core import motifs
 from harness.core.errors import DataError
@@ -131,7 +132,7 @@ def test_compare_refuses_a_census_by_name():
 def test_a_bad_census_run_is_DAT_before_spark_starts():
     runner = Runner()
     record = runner.run(request(query="motifs:5"))
-    assert record["status"] == "DAT" and record["count"] is None and "got '5'" in record["error"]
+    assert record.status == "DAT" and record.count is None and "got '5'" in record.error
     assert runner._spark is None
 
 
@@ -208,7 +209,7 @@ def render(tables) -> str:
     return out.getvalue()
 
 
-def census_record(impl: str, counts: dict[str, int], method: str = "convert") -> dict:
+def census_record(impl: str, counts: dict[str, int], method: str = "convert") -> RunRecord:
     total = sum(counts.values())
     entries = [
         {
@@ -221,15 +222,17 @@ def census_record(impl: str, counts: dict[str, int], method: str = "convert") ->
         }
         for m in motifs.MOTIFS[4]
     ]
-    return {
-        "implementation": impl,
-        "status": "OK",
-        "query": {"name": "motifs:4"},
-        "dataset": {"name": "g"},
-        "semantics": "undirected",
-        "params": {"workers": 2},
-        "census": {"k": 4, "method": method, "total": total, "motifs": entries},
-    }
+    return RunRecord.from_json(
+        {
+            "implementation": impl,
+            "status": "OK",
+            "query": {"name": "motifs:4"},
+            "dataset": {"name": "g"},
+            "semantics": "undirected",
+            "params": {"workers": 2},
+            "census": {"k": 4, "method": method, "total": total, "motifs": entries},
+        }
+    )
 
 
 def test_the_census_table_shows_each_shape_s_count_share_checks_and_agreement_in_100_columns():
@@ -249,18 +252,18 @@ def test_a_census_by_conversion_and_one_of_induced_patterns_agree_and_are_verifi
     """End to end on a tiny graph: local-gj counts the plain shapes and the harness converts; then it
     counts the induced shapes itself (its default), whose matches networkx compares too. One index per census."""
     converted = runner.run(request(oracle="networkx", params={"census_method": "convert"}))
-    assert converted["status"] == "OK", converted.get("error") or converted.get("unverified_reason")
-    section = converted["census"]
-    assert section["method"] == "convert" and converted["query"]["name"] == "motifs:4"
+    assert converted.status == "OK", converted.error or converted.unverified_reason
+    section = converted.census
+    assert section["method"] == "convert" and converted.query["name"] == "motifs:4"
     counts = {e["name"]: e["count"] for e in section["motifs"]}
-    assert all(counts.values()) and converted["count"] == section["total"] == sum(counts.values())
+    assert all(counts.values()) and converted.count == section["total"] == sum(counts.values())
     assert sum(e["share"] for e in section["motifs"]) == pytest.approx(1.0)
     assert all(e["verification"]["status"] == "agrees" and not e["counted"]["induced"] for e in section["motifs"])
-    assert converted["metrics"]["index_s"] == pytest.approx(sum(e["index_s"] for e in section["motifs"]), abs=1e-3)
-    [check] = converted["checks"]
-    assert check["name"] == "networkx" and check["agrees"] and check["count"] == converted["count"]
+    assert converted.metrics["index_s"] == pytest.approx(sum(e["index_s"] for e in section["motifs"]), abs=1e-3)
+    [check] = converted.checks
+    assert check["name"] == "networkx" and check["agrees"] and check["count"] == converted.count
     induced = runner.run(request(oracle="networkx"))
-    assert induced["status"] == "OK", induced.get("error") or induced.get("unverified_reason")
-    assert induced["census"]["method"] == "induced" and {e["name"]: e["count"] for e in induced["census"]["motifs"]} == counts
-    compared = [c for e in induced["census"]["motifs"] for c in e["verification"]["checks"]]
+    assert induced.status == "OK", induced.error or induced.unverified_reason
+    assert induced.census["method"] == "induced" and {e["name"]: e["count"] for e in induced.census["motifs"]} == counts
+    compared = [c for e in induced.census["motifs"] for c in e["verification"]["checks"]]
     assert all(c["reused"] and c.get("matches_compared") for c in compared)  # the first census's answers, matches listed

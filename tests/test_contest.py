@@ -2,17 +2,19 @@
 100 columns whatever the terminal's width."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
 
 from harness.bench import contest
+from harness.bench.record import RunRecord
 
 RECORDED = Path(__file__).resolve().parent.parent / "results" / "runs" / "20261123T133942Z-41adb2-shares"
 
 
-def _records() -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(RECORDED.glob("*.json"))]
+def _records() -> list[RunRecord]:
+    return _records_of(RECORDED)
 
 
 def _render(table, width: int = 300) -> list[str]:
@@ -41,7 +43,7 @@ def test_the_winner_sentence_names_the_winner_the_margin_and_the_fastest_spark_i
         "local-gj won clique4 on rmat-16 (undirected, W=2) in 39.01 s (index + query), 1.1x faster than shares "
         "(44.39 s) (1 did not finish)."
     )
-    without_shares = [r for r in _records() if r["implementation"] != "shares"]
+    without_shares = [r for r in _records() if r.implementation != "shares"]
     [case] = contest.cases(without_shares)
     assert contest.winner_sentence(case).startswith("local-gj won clique4 on rmat-16 (undirected, W=2) in 39.01 s")
     assert "3.0x faster than bigjoin (116.33 s)" in contest.winner_sentence(case)
@@ -49,7 +51,7 @@ def test_the_winner_sentence_names_the_winner_the_margin_and_the_fastest_spark_i
 
 def test_a_wrong_count_cannot_win():
     records = _records()
-    records[0] = {**records[0], "status": "VAL", "verified": False}  # local-gj, the fastest, now disagrees
+    records[0] = replace(records[0], status="VAL", verified=False)  # local-gj, the fastest, now disagrees
     [case] = contest.cases(records)
     assert case.entries[0].implementation == "shares"
     assert [e.implementation for e in case.entries[-2:]] == ["local-gj", "binary"]
@@ -74,8 +76,8 @@ BUDGET_SWEEP = RUNS / "20261125T230224Z-e13a8d-batch-sweep"  # bigjoin and bigjo
 THREE_TRIALS = RUNS / "20261124T002327Z-289007-baseline-patterns-regression"  # every run three times
 
 
-def _records_of(directory: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]
+def _records_of(directory: Path) -> list[RunRecord]:
+    return [RunRecord.from_json(json.loads(p.read_text())) for p in sorted(directory.glob("*.json"))]
 
 
 def test_a_swept_parameter_gets_one_row_per_value_labelled_with_it():
@@ -98,7 +100,7 @@ def test_a_swept_parameter_gets_one_row_per_value_labelled_with_it():
 def test_parameters_that_do_not_vary_fold_into_one_row_per_implementation():
     records = _records()
     for r in records:
-        r["params"] = {**r["params"], "memory_budget": "64m"}  # the same for every run: not a sweep
+        r.params = {**r.params, "memory_budget": "64m"}  # the same for every run: not a sweep
     [case] = contest.cases(records)
     assert [e.label for e in case.entries] == ["local-gj", "shares", "bigjoin", "binary"]
 

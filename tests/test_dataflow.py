@@ -373,9 +373,9 @@ def test_budget_sizes_and_the_default_rule():
 
 def test_bad_budgets_are_data_errors(runner):
     both = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "bigjoin", params={"batch": 10, "memory_budget": "1m"}))
-    assert both["status"] == "DAT" and "--batch and --memory-budget" in both["error"]
+    assert both.status == "DAT" and "--batch and --memory-budget" in both.error
     tiny = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "bigjoin-carry", params={"memory_budget": "10"}))
-    assert tiny["status"] == "DAT" and "--memory-budget 10" in tiny["error"]
+    assert tiny.status == "DAT" and "--memory-budget 10" in tiny.error
     given = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "bigjoin", params={"memory_budget": "1m"}))
-    assert given["status"] == "OK" and given["logical"]["memory_budget_bytes"] == 1 << 20
-    assert given["logical"]["budget_source"] == "--memory-budget"
+    assert given.status == "OK" and given.logical["memory_budget_bytes"] == 1 << 20
+    assert given.logical["budget_source"] == "--memory-budget"

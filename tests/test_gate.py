@@ -12,6 +12,7 @@ import pytest
 
 from harness import cli
 from harness.bench import gate
+from harness.bench.record import RunRecord
 from harness.core import results
 from harness.core.errors import DataError
 
@@ -276,17 +277,19 @@ def test_paired_times_replace_the_stored_ones_and_count_as_this_machine():
     b = _baseline(times=(9.0, 9.0, 9.0))  # stored on another, slower machine
     b["machine"] = dict(MACHINE, cpus=64)
     old = [
-        {
-            "implementation": "bigjoin",
-            "query": {"name": "triangle"},
-            "dataset": {"name": "g"},
-            "semantics": "undirected",
-            "params": {"workers": 2},
-            "status": "OK",
-            "count": 77,
-            "logical": {},
-            "metrics": {"index_s": 0.5, "query_s": q},
-        }
+        RunRecord.from_json(
+            {
+                "implementation": "bigjoin",
+                "query": {"name": "triangle"},
+                "dataset": {"name": "g"},
+                "semantics": "undirected",
+                "params": {"workers": 2},
+                "status": "OK",
+                "count": 77,
+                "logical": {},
+                "metrics": {"index_s": 0.5, "query_s": q},
+            }
+        )
         for q in (1.0, 1.1, 1.05)
     ]
     paired = gate.with_paired_times(b, old, MACHINE)

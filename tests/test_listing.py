@@ -43,10 +43,10 @@ def test_written_matches_are_the_count_and_networkx_s(runner, small_graph, impl,
     graph, path = small_graph
     out = tmp_path / "matches"
     record = runner.run(RunRequest(TAILED_TRIANGLE, path, impl, params={"output": str(out)}))
-    assert record["status"] == "OK", record.get("error")
+    assert record.status == "OK", record.error
     table = ds.dataset(out, format="parquet").to_table()
     assert table.column_names == ["a", "b", "c", "d"]
-    assert table.num_rows == record["count"] == record["output"]["rows"] > 100
+    assert table.num_rows == record.count == record.output["rows"] > 100
     pattern = Pattern.of(load_query(TAILED_TRIANGLE)[0], "undirected")
     rows = list(zip(*(table.column(a).to_pylist() for a in table.column_names)))
     written = [pattern.instance_key(r) for r in rows]
@@ -60,16 +60,16 @@ def test_limit_writes_that_many_matches_and_is_verified_as_the_smaller_count(run
     graph, path = small_graph
     out = tmp_path / "some"
     record = runner.run(RunRequest(TAILED_TRIANGLE, path, impl, params={"output": str(out), "limit": 25}))
-    assert record["status"] == "OK", record.get("error")
-    assert record["count"] == record["output"]["rows"] == 25 and record["limit"] == 25
-    oracle = record["oracle"]
+    assert record.status == "OK", record.error
+    assert record.count == record.output["rows"] == 25 and record.limit == 25
+    oracle = record.oracle
     assert oracle["count"] == len(networkx_instances(graph, TAILED_TRIANGLE)) > 25
     assert oracle["expected"] == 25 and oracle["limit"] == 25 and oracle["agrees"]
     table = ds.dataset(out, format="parquet").to_table()
     pattern = Pattern.of(load_query(TAILED_TRIANGLE)[0], "undirected")
     written = {pattern.instance_key(r) for r in zip(*(table.column(a).to_pylist() for a in table.column_names))}
     assert len(written) == 25 and written <= networkx_instances(graph, TAILED_TRIANGLE)
-    assert record["metrics"]["first_match_s"] is None or record["metrics"]["first_match_s"] >= 0
+    assert record.metrics["first_match_s"] is None or record.metrics["first_match_s"] >= 0
 
 
 @pytest.mark.parametrize("impl", WRITERS)
@@ -78,13 +78,13 @@ def test_written_matches_of_a_directed_pattern_are_the_join_result(runner, small
     graph, path = small_graph
     out = tmp_path / "directed"
     record = runner.run(RunRequest(TAILED_TRIANGLE, path, impl, params={"output": str(out)}, semantics="directed"))
-    assert record["status"] == "OK", record.get("error")
+    assert record.status == "OK", record.error
     table = ds.dataset(out, format="parquet").to_table()
     rows = sorted(zip(*(table.column(a).to_pylist() for a in ["a", "b", "c", "d"])))
     edges = set(graph.edges())  # the file lists each edge once, as u v: the directed graph's arcs
     succ = {u: [v for x, v in edges if x == u] for u, _ in edges}
     joined = sorted((a, b, c, d) for a, b in edges for c in succ.get(b, []) if (a, c) in edges for d in succ.get(c, []))
-    assert rows == joined and len(rows) == record["count"] > 0
+    assert rows == joined and len(rows) == record.count > 0
 
 
 # What shows an early stop: local-gj examines fewer candidates; the BiGJoin dataflow (B' pinned, so the
@@ -113,11 +113,11 @@ def test_limit_one_is_an_existence_query_that_stops_early(runner, clustered_grap
     params, work = EARLY[impl]
     full = runner.run(RunRequest("diamond", clustered_graph, impl, params=params, oracle="none", allow_unverified=True))
     one = runner.run(RunRequest("diamond", clustered_graph, impl, params={**params, "limit": 1}, oracle="duckdb"))
-    assert one["status"] == "OK", one.get("error")
-    assert one["count"] == 1 and one["oracle"]["expected"] == 1 and one["oracle"]["count"] == full["count"] == 229_313
-    assert one["output"] is None and one["limit"] == 1
-    assert 0 <= one["metrics"]["first_match_s"] <= one["metrics"]["query_s"]
-    assert one["logical"][work] < full["logical"][work] / 2, (one["logical"][work], full["logical"][work])
+    assert one.status == "OK", one.error
+    assert one.count == 1 and one.oracle["expected"] == 1 and one.oracle["count"] == full.count == 229_313
+    assert one.output is None and one.limit == 1
+    assert 0 <= one.metrics["first_match_s"] <= one.metrics["query_s"]
+    assert one.logical[work] < full.logical[work] / 2, (one.logical[work], full.logical[work])
 
 
 @pytest.mark.parametrize(
@@ -136,15 +136,15 @@ def test_bad_listing_input_is_one_DAT_line_and_no_file(runner, small_graph, tmp_
     params = {k: v.format(full=full, new=tmp_path / "new") if isinstance(v, str) else v for k, v in params.items()}
     impl = "delta-bigjoin" if "updates" in params else "local-gj"
     record = runner.run(RunRequest(TAILED_TRIANGLE, small_graph[1], impl, params=params))
-    assert record["status"] == "DAT" and message in record["error"] and "\n" not in record["error"]
+    assert record.status == "DAT" and message in record.error and "\n" not in record.error
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"] and (full / "keep.txt").read_text() == "mine\n"
 
 
 def test_a_census_or_an_implementation_that_cannot_list_is_refused(runner, small_graph, tmp_path):
     census = runner.run(RunRequest("motifs:4", small_graph[1], "local-gj", params={"output": str(tmp_path / "m")}))
-    assert census["status"] == "DAT" and census["error"] == "--output: a motif census counts shapes; it lists no matches"
+    assert census.status == "DAT" and census.error == "--output: a motif census counts shapes; it lists no matches"
     refused = runner.run(RunRequest(TAILED_TRIANGLE, small_graph[1], "delta-bigjoin", params={"limit": 1}))
-    assert refused["status"] == "DAT" and refused["error"].startswith("--limit: delta-bigjoin does not list its matches (")
+    assert refused.status == "DAT" and refused.error.startswith("--limit: delta-bigjoin does not list its matches (")
     assert not list(tmp_path.iterdir())
 
 

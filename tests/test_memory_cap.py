@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.bench import tables
+from harness.bench.record import RunRecord
 from harness.core.errors import DataError
 from harness.spark import memory_cap
 
@@ -74,20 +75,22 @@ def test_a_run_on_capped_workers_starts_without_the_python_workers_the_last_one_
 
 def test_the_grid_has_a_row_per_implementation_and_W_and_a_column_per_cap_largest_first():
     def record(impl, workers, cap, cap_bytes, status, peaks):
-        return {
-            "implementation": impl,
-            "status": status,
-            "params": {"workers": workers, "memory_per_worker": cap},
-            "query": {"name": "clique4"},
-            "dataset": {"name": "g"},
-            "metrics": {"memory_cap": {"cap_bytes": cap_bytes, "peak_per_worker_bytes": peaks}},
-        }
+        return RunRecord.from_json(
+            {
+                "implementation": impl,
+                "status": status,
+                "params": {"workers": workers, "memory_per_worker": cap},
+                "query": {"name": "clique4"},
+                "dataset": {"name": "g"},
+                "metrics": {"memory_cap": {"cap_bytes": cap_bytes, "peak_per_worker_bytes": peaks}},
+            }
+        )
 
     records = [
         record("shares", 2, "1g", 1 << 30, "MEM", [1 << 30, 1 << 29]),
         record("shares", 2, "4g", 4 << 30, "OK", [3 << 29, 1 << 30]),
         record("bigjoin", 4, "1g", 1 << 30, "OK", [700 << 20, 1 << 29]),
-        {"implementation": "bigjoin", "status": "OK", "params": {"workers": 2}, "metrics": {}},  # not capped
+        RunRecord.from_json({"implementation": "bigjoin", "status": "OK", "params": {"workers": 2}, "metrics": {}}),  # not capped
     ]
     caps, grid = tables.memory_grid(records)
     assert caps == ["4g", "1g"]

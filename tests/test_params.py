@@ -56,9 +56,9 @@ def test_split_params_separates_the_harness_keys_from_the_implementation_keys():
 def test_an_undeclared_parameter_is_DAT_before_spark_starts():
     runner = Runner()
     record = runner.run(RunRequest("triangle", "rmat-small", "binary", params={"batch": 5}))
-    assert record["status"] == "DAT" and record["error"] == "params.batch: unknown parameter for binary (it reads: none)"
+    assert record.status == "DAT" and record.error == "params.batch: unknown parameter for binary (it reads: none)"
     record = runner.run(RunRequest("triangle", "rmat-small", "bigjoin", params={"batch": "big"}))
-    assert record["status"] == "DAT" and record["error"] == "params.batch: bigjoin expects int, got 'big'"
+    assert record.status == "DAT" and record.error == "params.batch: bigjoin expects int, got 'big'"
     assert runner._spark is None
 
 

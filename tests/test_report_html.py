@@ -24,9 +24,9 @@ def test_the_memory_wall_is_drawn_from_its_newest_run_alone(tmp_path):
             record |= {"query": {"name": "clique4"}, "dataset": {"name": "g"}, "params": {"workers": 2, "memory_per_worker": cap}}
             (tmp_path / directory / f"{i}.json").write_text(json.dumps(record))
     runs = report.load_runs(tmp_path)["memory"]
-    assert {r["params"]["memory_per_worker"] for r in runs} == {"1g", "640m", "448m"}  # each cell's latest
+    assert {r.params["memory_per_worker"] for r in runs} == {"1g", "640m", "448m"}  # each cell's latest
     newest = report.newest_run(runs)
-    assert {r["params"]["memory_per_worker"] for r in newest} == {"1g", "448m"} and {r["_dir"] for r in newest} == {
+    assert {r.params["memory_per_worker"] for r in newest} == {"1g", "448m"} and {r.read_from for r in newest} == {
         "20261102T000000Z-b-memory"
     }
     assert report.newest_run([]) == []

@@ -4,6 +4,7 @@ or time out never counting as a pass."""
 
 import gzip
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -48,20 +49,20 @@ METRIC_KEYS = {
 
 def test_ego_facebook_triangles_equal_published_and_duckdb(runner, shared_datasets):
     record = runner.run(RunRequest("triangle", "ego-Facebook", "binary", oracle="duckdb"))
-    assert record["status"] == "OK", record.get("error")
-    assert record["count"] == 1_612_010
-    checks = {c["name"]: c for c in record["checks"]}
+    assert record.status == "OK", record.error
+    assert record.count == 1_612_010
+    checks = {c["name"]: c for c in record.checks}
     assert checks["published"]["agrees"] and checks["published"]["count"] == 1_612_010
     assert checks["duckdb"]["agrees"] and checks["duckdb"]["count"] == 1_612_010
-    assert record["verified"] is True
+    assert record.verified is True
 
 
 def test_record_schema_and_spark_counters(runner):
     record = runner.run(RunRequest("diamond", "rmat:scale=9,ef=8,seed=5", "binary", workers=3, oracle="duckdb"))
-    assert record["status"] == "OK", record.get("error")
-    assert set(record) >= REQUIRED_KEYS and set(record["metrics"]) >= METRIC_KEYS
-    m = record["metrics"]
-    assert record["params"]["workers"] == 3
+    assert record.status == "OK", record.error
+    assert set(record.to_json()) >= REQUIRED_KEYS and set(record.metrics) >= METRIC_KEYS
+    m = record.metrics
+    assert record.params["workers"] == 3
     assert m["shuffle_records"] > 0 and m["shuffle_bytes"] > 0
     assert m["rounds"] == len(m["per_round"]) >= 4  # three joins and the count's exchange
     big = [r for r in m["per_round"] if r["tasks"] > 1]
@@ -73,7 +74,7 @@ def test_record_schema_and_spark_counters(runner):
     g = m["graphalytics"]  # LDBC Graphalytics' three times, by their names, in seconds
     assert g["load_time"] == m["load_s"] and g["processing_time"] == round(m["index_s"] + m["query_s"], 4)
     assert g["makespan"] == round(m.get("session_start_s", 0.0) + m["wall_s"], 4) >= g["processing_time"]
-    ds = record["dataset"]
+    ds = record.dataset
     assert ds["edges"] > 0 and ds["vertices"] > 0 and len(ds["sha256"]) == 64
     t = m["time_breakdown"]["query"]  # units: Spark's CPU and shuffle-write times are ns, the rest ms
     assert t["wall_s"] == m["query_s"] and 0 < t["critical_path_s"] <= t["wall_s"]
@@ -94,12 +95,12 @@ def test_spark_floor_repeats_the_phase_shape_with_empty_jobs(runner):
             params={"index_build": "spark"},
         )
     )
-    assert record["status"] == "OK", record.get("error")
-    m = record["metrics"]
+    assert record.status == "OK", record.error
+    m = record.metrics
     for phase in ("index", "query"):
         shape = m["spark_stages_per_job"][phase]
         assert shape and all(n >= 1 for n in shape)
-        floor = runner._counters.collect([f"{record['run_id']}:floor-{phase}"])
+        floor = runner._counters.collect([f"{record.run_id}:floor-{phase}"])
         assert floor["spark_stages_per_job"][f"floor-{phase}"] == shape
         assert m["time_breakdown"][phase]["spark_floor_s"] > 0
     assert sum(m["time_breakdown"]["query"]["python_task_s"].values()) > 0
@@ -137,50 +138,48 @@ def _raise(batches):
 def test_a_worker_s_exception_is_the_EXE_line_not_py4j_s(runner, monkeypatch):
     monkeypatch.setitem(implementations.REGISTRY, "broken-worker", _BrokenWorker)
     record = runner.run(RunRequest("triangle", "rmat-small", "broken-worker"))
-    assert record["status"] == "EXE" and record["count"] is None
-    assert record["error"].endswith("Python worker: ValueError: the kernel broke"), record["error"]
+    assert record.status == "EXE" and record.count is None
+    assert record.error.endswith("Python worker: ValueError: the kernel broke"), record.error
 
 
 def test_wrong_count_is_VAL_with_counterexamples(runner, monkeypatch):
     monkeypatch.setitem(implementations.REGISTRY, "off-by-one", _OffByOne)
     record = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "off-by-one", oracle="networkx"))
-    assert record["status"] == "VAL" and record["verified"] is False
-    check = record["checks"][0]
+    assert record.status == "VAL" and record.verified is False
+    check = record.checks[0]
     assert check["agrees"] is False and check["counterexamples"][0]["kind"] == "missing"
 
 
 def test_oracle_timeout_is_UNVERIFIED_with_the_reason(runner):
     record = runner.run(RunRequest("clique4", "rmat:scale=11,ef=16,seed=3", "binary", oracle="duckdb", oracle_timeout_s=0.05))
-    assert record["status"] == "UNVERIFIED" and record["verified"] is False and not passes(record)
-    assert record["oracle"]["status"] == "timeout" and record["oracle"]["agrees"] is None
-    assert record["unverified_reason"].startswith("duckdb timeout: no answer within 0.05 s")
-    assert passes(dict(record, allow_unverified=True))  # the user may accept it; it stays UNVERIFIED
+    assert record.status == "UNVERIFIED" and record.verified is False and not passes(record)
+    assert record.oracle["status"] == "timeout" and record.oracle["agrees"] is None
+    assert record.unverified_reason.startswith("duckdb timeout: no answer within 0.05 s")
+    assert passes(replace(record, allow_unverified=True))  # the user may accept it; it stays UNVERIFIED
 
 
 def test_oracle_none_is_UNVERIFIED_not_passed(runner):
     record = runner.run(RunRequest("triangle", "rmat-small", "binary", oracle="none"))
-    assert record["status"] == "UNVERIFIED" and record["verified"] is False
-    assert (
-        record["oracle"]["status"] == "skipped" and record["unverified_reason"] == "--oracle none: no independent check was run"
-    )
+    assert record.status == "UNVERIFIED" and record.verified is False
+    assert record.oracle["status"] == "skipped" and record.unverified_reason == "--oracle none: no independent check was run"
 
 
 def test_implementation_timeout_is_TIM_and_session_survives(runner):
     record = runner.run(RunRequest("clique5", "rmat:scale=13,ef=16,seed=4", "binary", timeout_s=1.0, oracle="none"))
-    assert record["status"] == "TIM", record.get("error")
-    assert "timed out" in record["error"] and record["count"] is None and not passes(record)
-    assert passes(dict(record, timeout_expected=True))
+    assert record.status == "TIM", record.error
+    assert "timed out" in record.error and record.count is None and not passes(record)
+    assert passes(replace(record, timeout_expected=True))
     after = runner.run(RunRequest("triangle", "rmat-small", "binary"))
-    assert after["status"] == "OK" and after["verified"] and after["oracle"]["name"] == "native"
+    assert after.status == "OK" and after.verified and after.oracle["name"] == "native"
 
 
 def test_local_gj_stops_at_its_deadline(runner):
     """The driver-side kernel releases the GIL and runs in slices that check the run's cancel flag:
     a timed-out local-gj stops (house on this graph needs minutes) instead of running on."""
     record = runner.run(RunRequest("house", "rmat:scale=13,ef=16,seed=4", "local-gj", timeout_s=1.0, oracle="none"))
-    assert record["status"] == "TIM", record.get("error")
-    assert "timed out" in record["error"] and "still running" not in record["error"]
-    assert record["metrics"]["memory"]["samples"] >= 5  # the sampler ran beside the kernel
+    assert record.status == "TIM", record.error
+    assert "timed out" in record.error and "still running" not in record.error
+    assert record.metrics["memory"]["samples"] >= 5  # the sampler ran beside the kernel
 
 
 @pytest.mark.parametrize(
@@ -196,21 +195,21 @@ def test_local_gj_stops_at_its_deadline(runner):
 def test_bad_input_is_DAT(runner, request_kwargs, message):
     args = {**dict(query="triangle", dataset="rmat-small", impl="binary"), **request_kwargs}
     record = runner.run(RunRequest(**args))
-    assert record["status"] == "DAT" and message in record["error"]
-    assert set(record) >= REQUIRED_KEYS
+    assert record.status == "DAT" and message in record.error
+    assert set(record.to_json()) >= REQUIRED_KEYS
 
 
 def test_oracle_published_without_a_published_count_is_UNVERIFIED(runner):
     record = runner.run(RunRequest("triangle", "rmat-small", "binary", oracle="published"))
-    assert record["status"] == "UNVERIFIED" and record["verified"] is False
-    assert record["oracle"]["status"] == "skipped" and "no published count" in record["oracle"]["reason"]
+    assert record.status == "UNVERIFIED" and record.verified is False
+    assert record.oracle["status"] == "skipped" and "no published count" in record.oracle["reason"]
 
 
 @pytest.mark.parametrize("impl", sorted(implementations.REGISTRY))
 def test_every_implementation_rejects_a_disconnected_pattern(runner, impl):
     record = runner.run(RunRequest("a-b,b-c,d-e", "rmat-small", impl))
-    assert record["status"] == "DAT" and record["count"] is None
-    assert record["error"] == (
+    assert record.status == "DAT" and record.count is None
+    assert record.error == (
         "query a-b,b-c,d-e: pattern is disconnected ({a,b,c} and {d,e}); no implementation "
         "counts a disconnected pattern: count each connected part as a query of its own"
     )
@@ -235,16 +234,16 @@ def test_memory_is_measured_inside_the_run(runner, monkeypatch):
     heap is labelled as such."""
     monkeypatch.setitem(implementations.REGISTRY, "hungry", _Hungry)
     record = runner.run(RunRequest("triangle", "rmat-small", "hungry"))
-    assert record["status"] == "OK", record.get("error")
-    memory = record["metrics"]["memory"]
+    assert record.status == "OK", record.error
+    memory = record.metrics["memory"]
     assert memory["samples"] >= 1 and memory["driver_jvm_sampled"] and memory["driver_jvm_rss_peak_bytes"] > 0
     assert memory["driver_python_rss_peak_bytes"] - memory["driver_python_rss_start_bytes"] >= 350 << 20
     assert memory["machine_used_peak_bytes"] >= memory["driver_python_rss_peak_bytes"]
-    m = record["metrics"]
+    m = record.metrics
     assert "executor_peak_rss_bytes" in m and "application_driver_peak_jvm_heap_bytes" in m
     assert "driver_peak_jvm_heap_bytes" not in m
     plain = runner.run(RunRequest("triangle", "rmat-small", "binary"))  # the next run does not inherit that peak
-    assert plain["metrics"]["memory"]["driver_python_rss_peak_bytes"] < memory["driver_python_rss_peak_bytes"] - (200 << 20)
+    assert plain.metrics["memory"]["driver_python_rss_peak_bytes"] < memory["driver_python_rss_peak_bytes"] - (200 << 20)
 
 
 def test_exit_codes_follow_statuses_and_allow_unverified(runner, tmp_path):
@@ -304,7 +303,7 @@ def test_live_status_follows_a_bigjoin_run_through_its_phases_levels_and_batches
     finally:
         done.set()
         watcher.join()
-    assert record["status"] == "OK", record.get("error")
+    assert record.status == "OK", record.error
     phases = [s.split(" · ")[0] for s in seen if s]
     assert {"load", "query", "verify"} <= set(phases), sorted(set(phases))
     assert phases.index("load") < phases.index("query") < phases.index("verify")
@@ -315,4 +314,4 @@ def test_live_status_follows_a_bigjoin_run_through_its_phases_levels_and_batches
     live = [s for s in seen if s and not s.startswith(("check", "load"))]  # the session is up from here on
     assert all("Spark UI http://127.0.0.1:" in s for s in live), [s for s in live if "Spark UI" not in s][:3]
     assert runner.live_status() == ""  # nothing is live between runs
-    assert record["spark"]["event_log"] and record["spark"]["app_id"] in record["spark"]["event_log"]
+    assert record.spark["event_log"] and record.spark["app_id"] in record.spark["event_log"]

@@ -5,18 +5,21 @@ hand-made records whose numbers are worked out here."""
 import pytest
 
 from harness.bench import memory_model, plots, scaling, tables
+from harness.bench.record import RunRecord
 
 
-def _record(impl, workers, logical, metrics=None, status="OK"):
-    return {
-        "implementation": impl,
-        "status": status,
-        "params": {"workers": workers},
-        "query": {"name": "triangle"},
-        "dataset": {"name": "g"},
-        "logical": logical,
-        "metrics": metrics or {},
-    }
+def _record(impl, workers, logical, metrics=None, status="OK") -> RunRecord:
+    return RunRecord.from_json(
+        {
+            "implementation": impl,
+            "status": status,
+            "params": {"workers": workers},
+            "query": {"name": "triangle"},
+            "dataset": {"name": "g"},
+            "logical": logical,
+            "metrics": metrics or {},
+        }
+    )
 
 
 def _bigjoin(workers, received_per_round, index_bytes, in_flight=(10, 16)):
@@ -80,11 +83,11 @@ def test_the_scaling_table_and_figure_per_case_run_at_three_or_more_W(tmp_path):
 def test_the_memory_wall_is_drawn_from_capped_runs(tmp_path):
     def capped(impl, cap, status, peak):
         r = _record(impl, 2, {})
-        r["status"], r["params"]["memory_per_worker"] = status, f"{cap}m"
+        r.status, r.params["memory_per_worker"] = status, f"{cap}m"
         model = {"measured_bytes": peak << 20}
         if status == "OK":
             model |= {"predicted_bytes": 100 << 20, "measured_over_model": peak / 100, "above_idle_over_model": None}
-        r["metrics"]["memory_cap"] = {"cap_bytes": cap << 20, "model": model}
+        r.metrics["memory_cap"] = {"cap_bytes": cap << 20, "model": model}
         return r
 
     records = [capped("bigjoin", 1024, "OK", 700), capped("bigjoin", 512, "OK", 480), capped("shares", 512, "MEM", 0)]

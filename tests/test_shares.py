@@ -9,6 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import implementations
+from harness.bench.record import RunRecord
 from harness.bench.runner import RunRequest
 from harness.core.query import BUILTINS, load_query, make_join_spec
 from harness.data import datasets
@@ -68,10 +69,10 @@ def test_cover_and_packing_numbers():
     assert edge_cover_and_packing(("a", "b", "c"), _relations([("a", "b"), ("b", "c")])) == (2.0, 1.0)  # a path
 
 
-def _expected_shipped(record: dict, graph_rows: int, loop_rows: int, spec) -> int:
+def _expected_shipped(record: RunRecord, graph_rows: int, loop_rows: int, spec) -> int:
     """Independently of the implementation: sum over the query's relations, and its anti-relations
     (which every cell that could test one needs too), of |R| * prod of the shares of the attributes R lacks."""
-    shares = record["metrics"]["shares"]
+    shares = record.metrics["shares"]
     total = 0
     for x, y in spec.query.edges + spec.anti:
         if x == y:
@@ -101,17 +102,17 @@ def test_tuples_shipped_equal_the_formula(runner, query, semantics):
     for workers in (1, 3, 8):
         # Counts are checked against the oracles by the conformance suite; this test is about shipping.
         record = runner.run(RunRequest(query, dataset, "shares", workers=workers, semantics=semantics, oracle="none"))
-        assert record["status"] == "UNVERIFIED" and record["count"] is not None, record.get("error")
+        assert record.status == "UNVERIFIED" and record.count is not None, record.error
         graph, _, _ = runner.graph(datasets.resolve(dataset), semantics, workers)
         loops = graph.df.filter(F.col("src") == F.col("dst")).count()
         spec = make_join_spec(load_query(query)[0], semantics)
-        shipped = record["metrics"]["tuples_shipped"]
-        assert shipped == _expected_shipped(record, graph.edges, loops, spec) == record["logical"]["tuples_shipped_predicted"]
+        shipped = record.metrics["tuples_shipped"]
+        assert shipped == _expected_shipped(record, graph.edges, loops, spec) == record.logical["tuples_shipped_predicted"]
         # ... and it is what Spark shuffled in the query's one round.
-        rounds = [r for r in record["metrics"]["per_round"] if r["phase"] == "query"]
+        rounds = [r for r in record.metrics["per_round"] if r["phase"] == "query"]
         assert len(rounds) == 1 and rounds[0]["records"] == shipped
-        assert math.prod(record["metrics"]["shares"].values()) == record["logical"]["cells"] <= workers
-        assert sum(record["logical"]["load_per_cell"]) == shipped
+        assert math.prod(record.metrics["shares"].values()) == record.logical["cells"] <= workers
+        assert sum(record.logical["load_per_cell"]) == shipped
 
 
 @pytest.mark.parametrize("semantics", ["undirected", "directed"])
@@ -123,10 +124,10 @@ def test_labelled_relations_are_filtered_before_the_one_shuffle(runner, semantic
     shipped = {}
     for query in ("a-b,b-c,c-a", "a:0-b:1,b-c,c-a"):
         record = runner.run(RunRequest(query, dataset, "shares", workers=4, semantics=semantics, oracle="none"))
-        assert record["status"] == "UNVERIFIED" and record["count"] is not None, record.get("error")
-        shipped[query] = record["metrics"]["tuples_shipped"]
-        assert shipped[query] == record["logical"]["tuples_shipped_predicted"]
-        rounds = [r for r in record["metrics"]["per_round"] if r["phase"] == "query"]
+        assert record.status == "UNVERIFIED" and record.count is not None, record.error
+        shipped[query] = record.metrics["tuples_shipped"]
+        assert shipped[query] == record.logical["tuples_shipped_predicted"]
+        rounds = [r for r in record.metrics["per_round"] if r["phase"] == "query"]
         assert len(rounds) == 1 and rounds[0]["records"] == shipped[query]
     assert 0 < shipped["a:0-b:1,b-c,c-a"] < shipped["a-b,b-c,c-a"]
 
@@ -170,9 +171,9 @@ def test_one_cell_does_the_work_of_local_gj(runner, query):
     the work of intersecting every relation afresh at every level."""
     dataset = "rmat:scale=8,ef=8,seed=3"
     records = {impl: runner.run(RunRequest(query, dataset, impl, workers=1, oracle="none")) for impl in ("shares", "local-gj")}
-    shares, local = records["shares"]["logical"], records["local-gj"]["logical"]
-    assert records["shares"]["count"] == records["local-gj"]["count"] > 0
+    shares, local = records["shares"].logical, records["local-gj"].logical
+    assert records["shares"].count == records["local-gj"].count > 0
     assert shares["cells"] == 1
     assert shares["probes_per_cell"][0] == local["probes"]  # list elements stepped over by intersections
     # Candidates differ only at level 0: local-gj walks every vertex, a cell those its edges name.
-    assert 0 <= local["candidates"] - shares["candidates_per_cell"][0] <= records["local-gj"]["dataset"]["vertices"]
+    assert 0 <= local["candidates"] - shares["candidates_per_cell"][0] <= records["local-gj"].dataset["vertices"]

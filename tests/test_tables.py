@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from harness.bench.record import RunRecord
 from harness.bench.tables import delta_rows, delta_table, fmt_si
 
 RUNS = Path(__file__).resolve().parent.parent / "results" / "runs"
@@ -14,8 +15,8 @@ DELTA = [RUNS / "20261126T164956Z-326af0-delta", RUNS / "20261126T141708Z-7aa33a
 OLD_DELTA = RUNS / "20261126T054557Z-5fb4cc-delta"  # recorded before the versioned index timed its batches
 
 
-def _records(*directories: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for d in directories for p in sorted(d.glob("*.json"))]
+def _records(*directories: Path) -> list[RunRecord]:
+    return [RunRecord.from_json(json.loads(p.read_text())) for d in directories for p in sorted(d.glob("*.json"))]
 
 
 def _render(renderable, width: int = 300) -> list[str]:

@@ -16,11 +16,12 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich import box
 from rich.table import Table
 
+from harness.bench.record import RunRecord
 from harness.bench.tables import fmt_int
 from harness.core import motifs
 from harness.core.errors import DataError
@@ -246,22 +247,29 @@ def _share(share: float | None) -> str:
     return "-" if share is None else f"{100 * share:.3g}%"
 
 
-def tables(records: list[dict]) -> list[Table]:
+class _Answer(NamedTuple):
+    """One implementation's census of a case (a record's `census` section)."""
+
+    implementation: str
+    census: dict
+
+
+def tables(records: list[RunRecord]) -> list[Table]:
     """Per census case (k, dataset, semantics, W), one table: each shape's induced count and share, the
     checks that agreed on it, and whether every implementation that finished counted the same."""
-    cases: dict[tuple, list[dict]] = {}
+    cases: dict[tuple, list[_Answer]] = {}
     for r in records:
-        if r.get("census") and r["status"] in ("OK", "UNVERIFIED", "VAL"):
-            key = (r["query"].get("name"), r["dataset"].get("name"), r["semantics"], r["params"].get("workers"))
-            cases.setdefault(key, []).append(r)
+        if r.census and r.status in ("OK", "UNVERIFIED", "VAL"):
+            key = (r.query_name, r.dataset_name, r.semantics, r.workers)
+            cases.setdefault(key, []).append(_Answer(r.implementation, r.census))
     return [_case_table(key, runs) for key, runs in cases.items()]
 
 
-def _case_table(key: tuple, runs: list[dict]) -> Table:
+def _case_table(key: tuple, runs: list[_Answer]) -> Table:
     name, dataset, semantics, workers = key
     by_method: dict[str, list[str]] = {}
     for r in runs:
-        by_method.setdefault(r["census"]["method"], []).append(r["implementation"])
+        by_method.setdefault(r.census["method"], []).append(r.implementation)
     how = "; ".join(f"{m} ({', '.join(dict.fromkeys(impls))})" for m, impls in by_method.items())
     t = Table(
         title=f"{name} on {dataset} ({semantics}, W={workers}): vertex-induced census",
@@ -273,15 +281,15 @@ def _case_table(key: tuple, runs: list[dict]) -> Table:
         t.add_column(column, justify=justify)  # type: ignore[arg-type]
     t.add_column("verified by", justify="left")
     t.add_column("implementations", justify="left")
-    for i, shape in enumerate(runs[0]["census"]["motifs"]):
-        answers = {r["implementation"]: r["census"]["motifs"][i]["count"] for r in runs}
+    for i, shape in enumerate(runs[0].census["motifs"]):
+        answers = {r.implementation: r.census["motifs"][i]["count"] for r in runs}
         common = Counter(answers.values()).most_common(1)[0][0]  # shown; the column after says who differs
-        entry = next(r["census"]["motifs"][i] for r in runs if r["census"]["motifs"][i]["count"] == common)
+        entry = next(r.census["motifs"][i] for r in runs if r.census["motifs"][i]["count"] == common)
         agreed = sorted(
             {
                 c["name"]
                 for r in runs
-                for c in (r["census"]["motifs"][i]["verification"] or {}).get("checks", [])
+                for c in (r.census["motifs"][i]["verification"] or {}).get("checks", [])
                 if c.get("agrees") is True
             }
         )
@@ -293,7 +301,7 @@ def _case_table(key: tuple, runs: list[dict]) -> Table:
             ", ".join(agreed) or "[yellow]nobody[/]",
             _agreement(answers),
         )
-    totals = {r["implementation"]: r["census"]["total"] for r in runs}
+    totals = {r.implementation: r.census["total"] for r in runs}
     t.add_row(
         "total",
         "connected induced subgraphs",

@@ -136,18 +136,18 @@ def _project_row(runner, cmp: Comparison, impl: str, workers: int) -> PeerResult
             timeout_s=cmp.timeout_s,
         )
     )
-    m = record["metrics"]
-    status = "OK" if record["status"] == "UNVERIFIED" else record["status"]  # completed: the comparison checks it
+    m = record.metrics
+    status = "OK" if record.status == "UNVERIFIED" else record.status  # completed: the comparison checks it
     return PeerResult(
         impl,
         "1 core" if impl == BASELINE else f"W={workers}",
-        status,
-        record["count"],
-        m.get("index_s"),
-        m.get("query_s"),
-        record["error"],
+        str(status),
+        record.count,
+        record.index_s,
+        record.query_s,
+        record.error,
         workers,
-        {"graph_load_s": m.get("load_s"), "index_reused": m.get("index_reused"), "record": record},
+        {"graph_load_s": m.get("load_s"), "index_reused": m.get("index_reused"), "record": record.to_json()},
     )
 
 

@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from rich import box
 from rich.table import Table
 
-from harness.bench.tables import communication, fmt_bytes, fmt_int, fmt_si
-from harness.spark.memory import PROCESS_FIELDS
+from harness.bench.record import FINISHED, RunRecord
+from harness.bench.tables import fmt_bytes, fmt_int, fmt_si
 
-FINISHED = ("OK", "UNVERIFIED")
 _STATUS_ORDER = ("VAL", "EXE", "DAT", "MEM", "TIM", "UNVERIFIED", "OK")  # a case's worst trial names its status
 CV_SHOWN = 0.10  # trials that vary more than this (stdev / mean) say so beside their time
 WIDTH = 100  # the contest table's width at most, whatever the terminal's
@@ -37,7 +36,7 @@ class Entry:
     tuples: int | None  # communicated between workers, in the implementation's own unit
     tuples_unit: str | None
     rounds: int | None
-    peak_memory_bytes: int | None  # median over trials of the run's added peak RSS (see peak_memory)
+    peak_memory_bytes: int | None  # median over trials of the run's added peak RSS (RunRecord.added_peak_memory_bytes)
     ratio: float | None = None  # seconds / the fastest finisher's seconds
     swept: dict[str, object] = field(default_factory=dict)  # the swept parameters' values of this row
     cv: float | None = None  # stdev / mean of the finished trials' seconds (two or more)
@@ -62,33 +61,14 @@ class Case:
         return f"{self.query} on {self.dataset} ({self.semantics}, W={self.workers})"
 
 
-def peak_memory(record: dict) -> int | None:
-    """What the run added at its peak to the driver's Python, the driver's JVM and the JVM's Python
-    workers (each peak minus its start, summed): local-gj's work shows in the first, Spark's in the others."""
-    memory = record.get("metrics", {}).get("memory") or {}
-    parts = [(memory.get(f"{k}_peak_bytes"), memory.get(f"{k}_start_bytes")) for k in PROCESS_FIELDS]
-    if not any(peak for peak, _ in parts):
-        return None
-    return sum(max(0, (peak or 0) - (start or 0)) for peak, start in parts)
-
-
-def _rounds(record: dict) -> int | None:
-    logical = record.get("logical") or {}
-    return logical.get("rounds") if logical.get("rounds") is not None else record.get("metrics", {}).get("rounds")
+def _rounds(record: RunRecord) -> int | None:
+    logical = record.logical
+    return logical.get("rounds") if logical.get("rounds") is not None else record.metrics.get("rounds")
 
 
 def _median_int(values: list) -> int | None:
     present = [v for v in values if v is not None]
     return int(statistics.median(present)) if present else None
-
-
-def processing_time(record: dict) -> float | None:
-    """Index + query seconds: Graphalytics' processing time (metrics.graphalytics), from the fields
-    every record has, older ones included."""
-    metrics = record.get("metrics", {})
-    if "query_s" not in metrics or metrics.get("index_s") is None:
-        return None
-    return metrics["index_s"] + metrics["query_s"]
 
 
 def coefficient_of_variation(seconds: list[float]) -> float | None:
@@ -98,32 +78,32 @@ def coefficient_of_variation(seconds: list[float]) -> float | None:
     return statistics.stdev(seconds) / statistics.mean(seconds)
 
 
-def _evps(runs: list[dict], seconds: float | None) -> float | None:
+def _evps(runs: list[RunRecord], seconds: float | None) -> float | None:
     """Graphalytics' edges plus vertices per second of processing time, from the dataset's counts."""
-    dataset = runs[0].get("dataset", {})
+    dataset = runs[0].dataset
     if not seconds or dataset.get("vertices") is None or dataset.get("edges") is None:
         return None
     return (dataset["vertices"] + dataset["edges"]) / seconds
 
 
-def _entry(impl: str, runs: list[dict], swept: dict | None = None) -> Entry:
-    status = min((r["status"] for r in runs), key=lambda s: _STATUS_ORDER.index(s) if s in _STATUS_ORDER else -1)
-    finished = [r for r in runs if r["status"] in FINISHED]
-    seconds = [t for t in map(processing_time, finished) if t is not None]
-    agreed = [{c["name"] for c in r.get("checks", []) if c.get("agrees") is True} for r in runs]
-    comm = [communication(r) for r in finished]
+def _entry(impl: str, runs: list[RunRecord], swept: dict | None = None) -> Entry:
+    status = min((str(r.status) for r in runs), key=lambda s: _STATUS_ORDER.index(s) if s in _STATUS_ORDER else -1)
+    finished = [r for r in runs if r.finished]
+    seconds = [t for r in finished if (t := r.processing_s) is not None]
+    agreed = [{c["name"] for c in r.checks if c.get("agrees") is True} for r in runs]
+    comm = [r.communication for r in finished]
     median = statistics.median(seconds) if seconds and status in FINISHED else None
     return Entry(
         implementation=impl,
         status=status,
         trials=len(runs),
-        verified_by=sorted(set.intersection(*agreed)) if agreed and all(r.get("verified") for r in runs) else [],
+        verified_by=sorted(set.intersection(*agreed)) if agreed and all(r.verified for r in runs) else [],
         seconds=median,
-        timeout_s=next((r.get("timeout_s") for r in runs if r["status"] == "TIM"), None),
-        tuples=_median_int([c[0] if c else None for c in comm]),
-        tuples_unit=next((c[1] for c in comm if c), None),
+        timeout_s=next((r.timeout_s for r in runs if r.status == "TIM"), None),
+        tuples=_median_int([c.tuples if c else None for c in comm]),
+        tuples_unit=next((c.unit for c in comm if c), None),
         rounds=_median_int([_rounds(r) for r in finished]),
-        peak_memory_bytes=_median_int([peak_memory(r) for r in finished]),
+        peak_memory_bytes=_median_int([r.added_peak_memory_bytes for r in finished]),
         swept=swept or {},
         cv=coefficient_of_variation(seconds) if median is not None else None,
         evps=_evps(runs, median),
@@ -134,34 +114,34 @@ def _param_value(value) -> str:
     return json.dumps(value, sort_keys=True, default=str)  # a dict-valued parameter (an update stream) compares too
 
 
-def swept_params(runs: list[dict]) -> list[str]:
+def swept_params(runs: list[RunRecord]) -> list[str]:
     """The parameters whose values differ between these runs: what a workload swept (workers aside,
     which is part of the case)."""
-    keys = sorted({k for r in runs for k in r["params"]} - {"workers"})
-    return [k for k in keys if len({_param_value(r["params"].get(k)) for r in runs}) > 1]
+    keys = sorted({k for r in runs for k in r.params} - {"workers"})
+    return [k for k in keys if len({_param_value(r.params.get(k)) for r in runs}) > 1]
 
 
-def _rows(runs: list[dict]) -> list[Entry]:
+def _rows(runs: list[RunRecord]) -> list[Entry]:
     """One entry per implementation and, where it swept parameters, per value: trials fold, values do not."""
-    by_impl: dict[str, list[dict]] = {}
+    by_impl: dict[str, list[RunRecord]] = {}
     for r in runs:
-        by_impl.setdefault(r["implementation"], []).append(r)
+        by_impl.setdefault(r.implementation, []).append(r)
     entries = []
     for impl, impl_runs in by_impl.items():
         keys = swept_params(impl_runs)
-        by_value: dict[str, list[dict]] = {}
+        by_value: dict[str, list[RunRecord]] = {}
         for r in impl_runs:
-            by_value.setdefault(_param_value([r["params"].get(k) for k in keys]), []).append(r)
+            by_value.setdefault(_param_value([r.params.get(k) for k in keys]), []).append(r)
         for value_runs in by_value.values():
-            entries.append(_entry(impl, value_runs, {k: value_runs[0]["params"].get(k) for k in keys}))
+            entries.append(_entry(impl, value_runs, {k: value_runs[0].params.get(k) for k in keys}))
     return entries
 
 
-def cases(records: list[dict]) -> list[Case]:
+def cases(records: list[RunRecord]) -> list[Case]:
     """Group a bench's records by case, in the order they ran; rank each case's rows."""
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[RunRecord]] = {}
     for r in records:
-        key = (str(r["query"].get("name")), str(r["dataset"].get("name")), r["semantics"], r["params"].get("workers"))
+        key = (str(r.query_name), str(r.dataset_name), r.semantics, r.workers)
         groups.setdefault(key, []).append(r)
     out = []
     for (query, dataset, semantics, workers), runs in groups.items():

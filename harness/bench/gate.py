@@ -24,9 +24,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.bench.record import RunRecord
 from harness.core import results
 from harness.core.errors import DataError
-from harness.core.results import run_key
 from harness.spark import jvm_archive, kernel_cache
 
 BASELINE_DIR = results.RESULTS_DIR / "baselines"
@@ -75,25 +75,30 @@ def machine_key(machine: dict) -> dict:
     }
 
 
-def summarize(records: list[dict]) -> dict[str, dict]:
+def summarize(records: list[RunRecord]) -> dict[str, dict]:
     """Per run key: statuses, counts, logical counters (per trial) and times (per trial)."""
     runs: dict[str, dict] = {}
     for r in records:
-        entry = runs.setdefault(run_key(r), {"status": [], "count": [], "logical": [], "times": {t: [] for t in TIMES}})
-        entry["status"].append(r["status"])
-        entry["count"].append(r.get("count"))
-        entry["logical"].append(logical_scalars(r.get("logical", {})))
+        entry = runs.setdefault(r.run_key, {"status": [], "count": [], "logical": [], "times": {t: [] for t in TIMES}})
+        entry["status"].append(r.status)
+        entry["count"].append(r.count)
+        entry["logical"].append(logical_scalars(r.logical))
         for t in TIMES:
-            value = r.get("metrics", {}).get(t)
+            value = r.metrics.get(t)
             if value is not None:
                 entry["times"][t].append(value)
     return runs
 
 
 def make_baseline(
-    name: str, workload: str, tier: str | None, records: list[dict], threshold: float, min_seconds: float = DEFAULT_MIN_SECONDS
+    name: str,
+    workload: str,
+    tier: str | None,
+    records: list[RunRecord],
+    threshold: float,
+    min_seconds: float = DEFAULT_MIN_SECONDS,
 ) -> dict:
-    bad = [f"{run_key(r)}: {r['status']}" for r in records if r["status"] != "OK"]
+    bad = [f"{r.run_key}: {r.status}" for r in records if r.status != "OK"]
     if bad:
         raise DataError(f"baseline {name}: every run must be OK, got {bad[0]}")
     runs = summarize(records)
@@ -106,8 +111,8 @@ def make_baseline(
         "workload": workload,
         "tier": tier,
         "created": results.now_iso(),
-        "git": records[0]["git"],
-        "machine": records[0]["machine"],
+        "git": records[0].git,
+        "machine": records[0].machine,
         "time_threshold": threshold,
         "min_seconds": min_seconds,
         "trials": max(len(e["count"]) for e in runs.values()),
@@ -130,11 +135,15 @@ def load_baseline(path: Path) -> dict:
     return data
 
 
-def read_records(directory: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(Path(directory).glob("*.json")) if p.name != "gate.json"]
+def read_records(directory: Path) -> list[RunRecord]:
+    return [
+        RunRecord.from_json(json.loads(p.read_text())) for p in sorted(Path(directory).glob("*.json")) if p.name != "gate.json"
+    ]
 
 
-def run_paired(baseline: dict, trials: int, out_dir: Path, master: str | None = None, log=print) -> tuple[list[dict], list[dict]]:
+def run_paired(
+    baseline: dict, trials: int, out_dir: Path, master: str | None = None, log=print
+) -> tuple[list[RunRecord], list[RunRecord]]:
     """(old records, new records): the baseline's commit and this tree each run the baseline's
     workload `trials` times, one trial at a time, alternating, each in its own process."""
     commit = (baseline.get("git") or {}).get("commit")
@@ -151,7 +160,7 @@ def run_paired(baseline: dict, trials: int, out_dir: Path, master: str | None = 
     # (HARNESS_CACHE is the store's name before issue 20, for an old tree.)
     env = dict(os.environ, HARNESS_SHARED=str(shared_root()), HARNESS_STORE=str(cache_root()), HARNESS_CACHE=str(cache_root()))
     workload_file = str(resolve_path(str(baseline["workload"])).resolve())
-    sides: dict[str, list[dict]] = {"old": [], "new": []}
+    sides: dict[str, list[RunRecord]] = {"old": [], "new": []}
     with tempfile.TemporaryDirectory(prefix="harness-gate-") as tmp:
         old_tree = Path(tmp) / "old"
         subprocess.run(
@@ -192,7 +201,7 @@ def commit_of(rev: str) -> str:
 
 def paired_against(
     commit: str, workload: str, tier: str | None, trials: int, out_dir: Path, limits: tuple[float, float], master=None, log=print
-) -> tuple[dict, list[dict]]:
+) -> tuple[dict, list[RunRecord]]:
     """(baseline, this tree's records): a baseline made on the spot, `commit` and this tree running the
     workload `trials` times each, alternating; the commit's runs give the counts, counters and times
     this tree's are held to. `limits`: the time threshold and the least slowdown in seconds."""
@@ -202,7 +211,7 @@ def paired_against(
     return baseline, new
 
 
-def with_paired_times(baseline: dict, old_records: list[dict], machine: dict) -> dict:
+def with_paired_times(baseline: dict, old_records: list[RunRecord], machine: dict) -> dict:
     """The baseline with its times replaced by those of its commit rerun beside this tree (and so on
     this machine)."""
     paired = json.loads(json.dumps(baseline))

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from harness.bench.record import RunRecord
+
 TUPLE_BYTES = 16  # an edge tuple as Shares ships it: two int64
 
 
@@ -19,9 +21,9 @@ class Prediction(NamedTuple):
     made_of: str
 
 
-def predict(record: dict) -> Prediction | None:
+def predict(record: RunRecord) -> Prediction | None:
     """The model's bytes per worker for this run's implementation, from its logical counters."""
-    logical = record.get("logical") or {}
+    logical = record.logical
     index = logical.get("index") or {}
     if index.get("bytes_per_worker") and "peak_bytes_in_flight_per_worker" in logical:
         held = max(index["bytes_per_worker"]) + logical["peak_bytes_in_flight_per_worker"]
@@ -29,18 +31,18 @@ def predict(record: dict) -> Prediction | None:
     if "max_cell_load" in logical:
         return Prediction(logical["max_cell_load"] * TUPLE_BYTES, "the tuples its cell receives")
     if "largest_intermediate_bytes" in logical:
-        workers = max(1, record["params"].get("workers", 1))
+        workers = max(1, record.params.get("workers", 1))
         return Prediction(-(-logical["largest_intermediate_bytes"] // workers), "largest intermediate / W")
     return None
 
 
-def beside_model(record: dict, resident_peaks: list[int], idle: list[int]) -> dict:
+def beside_model(record: RunRecord, resident_peaks: list[int], idle: list[int]) -> dict:
     """The busiest worker's measured peak beside the prediction: the ratio, and the ratio of what
     the run added above the idle worker (what the model counts)."""
     peak = max(resident_peaks, default=0)
     worker = resident_peaks.index(peak) if resident_peaks else None
     above_idle = peak - idle[worker] if worker is not None and worker < len(idle) else None
-    model = predict(record) if record["status"] in ("OK", "UNVERIFIED", "VAL") else None
+    model = predict(record) if record.status in ("OK", "UNVERIFIED", "VAL") else None
     if model is None or model.bytes_per_worker <= 0:
         return {"measured_bytes": peak, "above_idle_bytes": above_idle}
     return {

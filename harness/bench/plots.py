@@ -4,21 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.bench.tables import case_name
+from harness.bench.record import RunRecord
 
 
-def shares_w_sweep(records: list[dict], path: Path) -> Path | None:
+def shares_w_sweep(records: list[RunRecord], path: Path) -> Path | None:
     """Shares over W: total tuples shipped and per-cell load, measured, against Appendix F's
     IN * W^(1 - 1/tau*) and IN / W^(1/tau*). Written only when some query ran at two or more W."""
-    runs: dict[str, list[dict]] = {}
+    runs: dict[str, list[RunRecord]] = {}
     for r in records:
-        if r["status"] == "OK" and r.get("logical", {}).get("tuples_shipped_predicted") is not None:
-            runs.setdefault(case_name(r), []).append(r)
-    runs = {
-        k: sorted(v, key=lambda r: r["params"]["workers"])
-        for k, v in runs.items()
-        if len({r["params"]["workers"] for r in v}) > 1
-    }
+        if r.status == "OK" and r.logical.get("tuples_shipped_predicted") is not None:
+            runs.setdefault(r.case_name, []).append(r)
+    runs = {k: sorted(v, key=lambda r: r.params["workers"]) for k, v in runs.items() if len({r.params["workers"] for r in v}) > 1}
     if not runs:
         return None
     import matplotlib
@@ -29,10 +25,10 @@ def shares_w_sweep(records: list[dict], path: Path) -> Path | None:
     fig, (shipped_ax, load_ax) = plt.subplots(1, 2, figsize=(12, 4.6))
     for i, (label, rs) in enumerate(sorted(runs.items())):
         colour = f"C{i}"
-        w = [r["params"]["workers"] for r in rs]
-        lg = [r["logical"] for r in rs]
+        w = [r.params["workers"] for r in rs]
+        lg = [r.logical for r in rs]
         size, tau = lg[0]["input_tuples"], lg[0]["tau_star"]
-        shipped_ax.plot(w, [r["metrics"]["tuples_shipped"] for r in rs], "o-", color=colour, label=f"{label}: shipped")
+        shipped_ax.plot(w, [r.metrics["tuples_shipped"] for r in rs], "o-", color=colour, label=f"{label}: shipped")
         shipped_ax.plot(
             w, [size * x ** (1 - 1 / tau) for x in w], "--", color=colour, alpha=0.6, label=f"IN·W^(1-1/τ*), τ*={tau:g}"
         )
@@ -54,20 +50,20 @@ def shares_w_sweep(records: list[dict], path: Path) -> Path | None:
     return path
 
 
-def critical_path(record: dict) -> int:
+def critical_path(record: RunRecord) -> int:
     """The cost model's time: summed over rounds, the tuples received by the busiest worker."""
-    return sum(max(r) for r in record["logical"].get("worker_load_per_round", []) if r)
+    return sum(max(r) for r in record.logical.get("worker_load_per_round", []) if r)
 
 
-def skew_crossover(records: list[dict], path: Path) -> Path | None:
+def skew_crossover(records: list[RunRecord], path: Path) -> Path | None:
     """BiGJoin-S against BiGJoin as skew and W grow: measured time ratio, the cost model's
     critical-path ratio, and the worst busy round of each. Written only when some graph and query
     ran with both at two or more W."""
     pairs: dict[tuple, dict] = {}
     for r in records:
-        if r["status"] == "OK" and r["implementation"] in ("bigjoin", "bigjoin-s"):
-            key = (r["dataset"].get("name"), r["query"].get("name"), r["params"]["workers"])
-            pairs.setdefault(key, {})[r["implementation"]] = r
+        if r.status == "OK" and r.implementation in ("bigjoin", "bigjoin-s"):
+            key = (r.dataset_name, r.query_name, r.params["workers"])
+            pairs.setdefault(key, {})[r.implementation] = r
     series: dict[tuple, list] = {}
     for (graph, query, w), both in sorted(pairs.items(), key=lambda kv: kv[0][2]):
         if len(both) == 2:
@@ -83,14 +79,14 @@ def skew_crossover(records: list[dict], path: Path) -> Path | None:
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
     for i, ((graph, query), runs) in enumerate(sorted(series.items())):
         colour = f"C{i}"
-        deg = runs[0][1]["dataset"].get("degrees") or {}
+        deg = runs[0][1].dataset.get("degrees") or {}
         short = ",".join(part for part in str(graph).split(",") if not part.startswith(("seed=", "scramble=")))
         label = f"{query} on {short} (max/median degree {deg.get('max_degree', 0) / max(deg.get('median_degree') or 1, 1):.0f})"
         w = [x[0] for x in runs]
-        axes[0].plot(w, [s["metrics"]["query_s"] / b["metrics"]["query_s"] for _, b, s in runs], "o-", color=colour, label=label)
+        axes[0].plot(w, [s.metrics["query_s"] / b.metrics["query_s"] for _, b, s in runs], "o-", color=colour, label=label)
         axes[1].plot(w, [critical_path(s) / max(critical_path(b), 1) for _, b, s in runs], "o-", color=colour, label=label)
-        axes[2].plot(w, [b["logical"].get("max_round_load_skew") or 1 for _, b, _ in runs], "o-", color=colour)
-        axes[2].plot(w, [s["logical"].get("max_round_load_skew") or 1 for _, _, s in runs], "s:", color=colour)
+        axes[2].plot(w, [b.logical.get("max_round_load_skew") or 1 for _, b, _ in runs], "o-", color=colour)
+        axes[2].plot(w, [s.logical.get("max_round_load_skew") or 1 for _, _, s in runs], "s:", color=colour)
     titles = (
         "measured query time, bigjoin-s / bigjoin (2 cores)",
         "critical path Σ max worker load, bigjoin-s / bigjoin",
@@ -115,7 +111,7 @@ def skew_crossover(records: list[dict], path: Path) -> Path | None:
     return path
 
 
-def delta_throughput(records: list[dict], path: Path) -> Path | None:
+def delta_throughput(records: list[RunRecord], path: Path) -> Path | None:
     """The paper's Figure 6 for Delta-BiGJoin: input updates/s and output changes/s against batch
     size, and how many times faster than a BiGJoin recompute each batch was maintained."""
     from harness.bench.tables import delta_rows
@@ -155,16 +151,12 @@ def delta_throughput(records: list[dict], path: Path) -> Path | None:
     return path
 
 
-def _capped(r: dict) -> dict:
-    return r["metrics"].get("memory_cap") or {}
-
-
-def memory_wall(records: list[dict], path: Path) -> Path | None:
+def memory_wall(records: list[RunRecord], path: Path) -> Path | None:
     """Who finishes under a memory cap per worker: per W, each implementation's busiest worker's
     resident peak against the cap (a cross at the cap where it ended MEM, a triangle TIM), the model's
     prediction dotted, and the cap itself as the diagonal no run may cross. Written when capped runs
     exist."""
-    runs = [r for r in records if _capped(r).get("cap_bytes")]
+    runs = [r for r in records if r.memory_cap.get("cap_bytes")]
     if not runs:
         return None
     import matplotlib
@@ -172,27 +164,31 @@ def memory_wall(records: list[dict], path: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    widths = sorted({r["params"].get("workers", 2) for r in runs})
-    impls = sorted({r["implementation"] for r in runs})
+    widths = sorted({r.params.get("workers", 2) for r in runs})
+    impls = sorted({r.implementation for r in runs})
     fig, axes = plt.subplots(1, len(widths), figsize=(5.2 * len(widths), 4.6), squeeze=False, sharey=True)
     mib = 1 << 20
     for ax, w in zip(axes[0], widths):
-        caps = sorted({_capped(r)["cap_bytes"] for r in runs})
+        caps = sorted({r.memory_cap["cap_bytes"] for r in runs})
         ax.plot([c / mib for c in caps], [c / mib for c in caps], color="black", lw=1, label="the cap")
         for i, impl in enumerate(impls):
             mine = sorted(
-                (r for r in runs if r["implementation"] == impl and r["params"].get("workers", 2) == w),
-                key=lambda r: _capped(r)["cap_bytes"],
+                (r for r in runs if r.implementation == impl and r.params.get("workers", 2) == w),
+                key=lambda r: r.memory_cap["cap_bytes"],
             )
-            ok = [r for r in mine if r["status"] in ("OK", "UNVERIFIED")]
-            cap_of = [_capped(r)["cap_bytes"] / mib for r in ok]
+            ok = [r for r in mine if r.finished]
+            cap_of = [r.memory_cap["cap_bytes"] / mib for r in ok]
             ax.plot(
-                cap_of, [(_capped(r)["model"] or {}).get("measured_bytes", 0) / mib for r in ok], "o-", color=f"C{i}", label=impl
+                cap_of,
+                [(r.memory_cap["model"] or {}).get("measured_bytes", 0) / mib for r in ok],
+                "o-",
+                color=f"C{i}",
+                label=impl,
             )
-            model = [((_capped(r)["model"] or {}).get("predicted_bytes") or 0) / mib for r in ok]
+            model = [((r.memory_cap["model"] or {}).get("predicted_bytes") or 0) / mib for r in ok]
             ax.plot(cap_of, model, ":", color=f"C{i}", alpha=0.7)
             for status, marker in (("MEM", "x"), ("TIM", "^")):
-                ended = [_capped(r)["cap_bytes"] / mib for r in mine if r["status"] == status]
+                ended = [r.memory_cap["cap_bytes"] / mib for r in mine if r.status == status]
                 ax.plot(ended, ended, marker, color=f"C{i}", ms=11, mew=2, ls="none")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
@@ -201,7 +197,7 @@ def memory_wall(records: list[dict], path: Path) -> Path | None:
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel("busiest worker's resident peak (MiB)")
     axes[0][0].legend(fontsize=7, title="solid: measured, dotted: model\nx: MEM at the cap", title_fontsize=7)
-    case = case_name(runs[0])
+    case = runs[0].case_name
     fig.suptitle(f"The memory wall: {case}, every implementation under the same cap per worker")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -228,7 +224,7 @@ SCALING_QUANTITIES = (
 )
 
 
-def scaling(records: list[dict], path: Path) -> list[Path]:
+def scaling(records: list[RunRecord], path: Path) -> list[Path]:
     """Per query and graph, one panel per quantity against W (log-log): each implementation measured
     (solid, with its fitted slope) beside the model's slope from its smallest W (dashed). Written where some implementation
     ran at three or more W; returns the figures written (path with the case in its name)."""
@@ -238,9 +234,9 @@ def scaling(records: list[dict], path: Path) -> list[Path]:
     for r in records:
         measured = scaling_loads.loads(r)
         if measured is not None:
-            case = case_name(r)
-            tau = (r.get("logical") or {}).get("tau_star")
-            cases.setdefault(case, {}).setdefault(r["implementation"], []).append((measured, tau))
+            case = r.case_name
+            tau = r.logical.get("tau_star")
+            cases.setdefault(case, {}).setdefault(r.implementation, []).append((measured, tau))
     cases = {c: impls for c, impls in cases.items() if any(len({m.workers for m, _ in v}) > 2 for v in impls.values())}
     if not cases:
         return []

@@ -11,35 +11,35 @@ import statistics
 from pathlib import Path
 
 from harness.bench import html_page, plots
-from harness.bench.tables import communication, delta_rows
-from harness.core.results import run_key
+from harness.bench.record import RunRecord
+from harness.bench.tables import delta_rows
 
 PLOT_DPI = 110
 
 
-def load_runs(runs_dir: Path) -> dict[str, list[dict]]:
-    """workload -> the newest records of each of its runs (every trial of that directory)."""
-    newest: dict[tuple[str, str], tuple[str, list[dict]]] = {}
+def load_runs(runs_dir: Path) -> dict[str, list[RunRecord]]:
+    """workload -> the newest records of each of its runs (every trial of that directory), each with
+    the directory it was read from."""
+    newest: dict[tuple[str, str], tuple[str, list[RunRecord]]] = {}
     for directory in sorted(p for p in Path(runs_dir).iterdir() if p.is_dir()):
         for path in sorted(directory.glob("*.json")):
             if path.name == "gate.json":
                 continue
             try:
-                record = json.loads(path.read_text())
+                data = json.loads(path.read_text())
             except json.JSONDecodeError:
                 continue
-            if not isinstance(record, dict) or "implementation" not in record or not record.get("workload"):
+            if not isinstance(data, dict) or "implementation" not in data or not data.get("workload"):
                 continue
-            key = (record["workload"], run_key(record))
+            record = RunRecord.from_json(data, read_from=directory.name)
+            key = (str(record.workload), record.run_key)
             held = newest.get(key)
             if held is None or held[0] < directory.name:
                 newest[key] = (directory.name, [record])
             elif held[0] == directory.name:
                 held[1].append(record)
-    out: dict[str, list[dict]] = {}
-    for (workload, _), (dir_name, records) in sorted(newest.items()):
-        for r in records:
-            r["_dir"] = dir_name
+    out: dict[str, list[RunRecord]] = {}
+    for (workload, _), (_, records) in sorted(newest.items()):
         out.setdefault(workload, []).extend(records)
     return out
 
@@ -57,18 +57,16 @@ def _short(text: str, width: int = 32) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _label(r: dict) -> str:
-    params = ",".join(f"{k}={v}" for k, v in sorted(r["params"].items()) if k not in ("workers", "updates"))
-    return f"{r['query'].get('name')} / {_short(str(r['dataset'].get('name')))} / W={r['params'].get('workers')}" + (
-        f" / {params}" if params else ""
-    )
+def _label(r: RunRecord) -> str:
+    params = ",".join(f"{k}={v}" for k, v in sorted(r.params.items()) if k not in ("workers", "updates"))
+    return f"{r.query_name} / {_short(str(r.dataset_name))} / W={r.workers}" + (f" / {params}" if params else "")
 
 
-def time_and_communication(workload: str, records: list[dict], path: Path) -> Path | None:
+def time_and_communication(workload: str, records: list[RunRecord], path: Path) -> Path | None:
     """Grouped bars: median query time and communication of each implementation, per query and dataset."""
-    ok = [r for r in records if r["status"] == "OK" and not r.get("batches")]
+    ok = [r for r in records if r.status == "OK" and not r.batches]
     groups = sorted({_label(r) for r in ok})
-    impls = sorted({r["implementation"] for r in ok})
+    impls = sorted({r.implementation for r in ok})
     if not groups or not impls:
         return None
     plt = _plt()
@@ -77,10 +75,10 @@ def time_and_communication(workload: str, records: list[dict], path: Path) -> Pa
     for i, impl in enumerate(impls):
         times, comms = [], []
         for g in groups:
-            rs = [r for r in ok if r["implementation"] == impl and _label(r) == g]
-            times.append(statistics.median([r["metrics"].get("query_s") or 0 for r in rs]) if rs else 0)
-            c = communication(rs[0]) if rs else None
-            comms.append(c[0] if c else 0)
+            rs = [r for r in ok if r.implementation == impl and _label(r) == g]
+            times.append(statistics.median([r.metrics.get("query_s") or 0 for r in rs]) if rs else 0)
+            c = rs[0].communication if rs else None
+            comms.append(c.tuples if c else 0)
         xs = [j + (i - (len(impls) - 1) / 2) * width for j in range(len(groups))]
         axes[0].bar(xs, times, width, label=impl, color=f"C{i}")
         shown = [(x, c) for x, c in zip(xs, comms) if c > 0]  # nothing moved (local-gj): no bar on a log axis
@@ -101,20 +99,20 @@ def time_and_communication(workload: str, records: list[dict], path: Path) -> Pa
     return path
 
 
-def worker_load(workload: str, records: list[dict], path: Path) -> Path | None:
+def worker_load(workload: str, records: list[RunRecord], path: Path) -> Path | None:
     """Per run of a workload, the distribution over query rounds of the busiest worker's load against
     the mean (Spark's shuffle records per task), as horizontal box plots: 1.0 is a perfect balance."""
     series: dict[str, list[float]] = {}
     for r in records:
-        if r["status"] != "OK":
+        if r.status != "OK":
             continue
         skews = [
             x["skew"]
-            for x in r.get("metrics", {}).get("per_round", [])
+            for x in r.metrics.get("per_round", [])
             if x.get("phase") == "query" and x.get("skew") and x.get("records", 0) > 0
         ]
         if skews:
-            series.setdefault(f"{r['implementation']}: {_label(r)}", []).extend(skews)
+            series.setdefault(f"{r.implementation}: {_label(r)}", []).extend(skews)
     if not series:
         return None
     items = sorted(series.items())
@@ -133,15 +131,15 @@ def worker_load(workload: str, records: list[dict], path: Path) -> Path | None:
     return path
 
 
-def sweep(records: list[dict], param: str, path: Path, title: str) -> Path | None:
+def sweep(records: list[RunRecord], param: str, path: Path, title: str) -> Path | None:
     """Query time and peak prefixes in flight against a swept parameter ('batch' or 'workers'), one
     line per implementation, query and dataset; None unless something ran at two or more values."""
     lines: dict[str, dict] = {}
     for r in records:
-        value = r["params"].get(param)
-        if r["status"] != "OK" or value is None or r.get("batches"):
+        value = r.params.get(param)
+        if r.status != "OK" or value is None or r.batches:
             continue
-        key = f"{r['implementation']}: {r['query'].get('name')} on {r['dataset'].get('name')}"
+        key = f"{r.implementation}: {r.query_name} on {r.dataset_name}"
         lines.setdefault(key, {}).setdefault(value, []).append(r)
     lines = {k: v for k, v in lines.items() if len(v) > 1}
     if not lines:
@@ -151,10 +149,10 @@ def sweep(records: list[dict], param: str, path: Path, title: str) -> Path | Non
     for i, (label, by_value) in enumerate(sorted(lines.items())):
         style = {"color": f"C{i % 10}", "linestyle": ("-", "--", ":")[i // 10 % 3], "marker": "o", "label": label}
         xs = sorted(by_value)
-        axes[0].plot(xs, [statistics.median([r["metrics"].get("query_s") or 0 for r in by_value[x]]) for x in xs], **style)
+        axes[0].plot(xs, [statistics.median([r.metrics.get("query_s") or 0 for r in by_value[x]]) for x in xs], **style)
         for ax, value in (
-            (axes[1], lambda r: (communication(r) or (None,))[0]),
-            (axes[2], lambda r: r["logical"].get("peak_prefixes_in_flight")),
+            (axes[1], lambda r: r.communication and r.communication.tuples),
+            (axes[2], lambda r: r.logical.get("peak_prefixes_in_flight")),
         ):
             points = [(x, value(by_value[x][0])) for x in xs]
             points = [(x, y) for x, y in points if y]
@@ -181,11 +179,11 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out + ["| " + " | ".join(row) + " |" for row in rows]
 
 
-def newest_run(records: list[dict]) -> list[dict]:
+def newest_run(records: list[RunRecord]) -> list[RunRecord]:
     """The records of the newest directory among `records` (`load_runs`'): one run's picture, where a
     cell's latest record from each of several runs would mix runs made under different settings."""
-    newest = max((r["_dir"] for r in records), default=None)
-    return [r for r in records if r["_dir"] == newest]
+    newest = max((str(r.read_from) for r in records), default=None)
+    return [r for r in records if r.read_from == newest]
 
 
 def build(runs_dir: Path, out_dir: Path) -> Path:
@@ -211,20 +209,20 @@ def build(runs_dir: Path, out_dir: Path) -> Path:
     return page
 
 
-def _overview(runs: dict[str, list[dict]]) -> list[str]:
+def _overview(runs: dict[str, list[RunRecord]]) -> list[str]:
     """One row per workload: its runs, how many are OK and verified, the commits and directories."""
     if not runs:
         return ["No recorded runs."]
     overview = []
     for workload, records in runs.items():
-        dirs = sorted({r["_dir"] for r in records})
-        commits = sorted({str((r.get("git") or {}).get("commit"))[:7] for r in records})
+        dirs = sorted({str(r.read_from) for r in records})
+        commits = sorted({str(r.git.get("commit"))[:7] for r in records})
         overview.append(
             [
                 workload,
                 str(len(records)),
-                str(sum(r["status"] == "OK" for r in records)),
-                str(sum(bool(r.get("verified")) for r in records)),
+                str(sum(r.status == "OK" for r in records)),
+                str(sum(r.verified for r in records)),
                 ", ".join(commits),
                 "<br>".join(dirs),
             ]
@@ -232,24 +230,24 @@ def _overview(runs: dict[str, list[dict]]) -> list[str]:
     return ["## Workloads", ""] + _md_table(["workload", "runs", "OK", "verified", "commits", "directories"], overview) + [""]
 
 
-def _per_workload(runs: dict[str, list[dict]], out_dir: Path) -> list[str]:
+def _per_workload(runs: dict[str, list[RunRecord]], out_dir: Path) -> list[str]:
     """Each workload's time-and-communication and worker-load plots, and a row per run."""
     lines = ["## Time and communication per implementation", ""]
     for workload, records in runs.items():
         png = time_and_communication(workload, records, out_dir / f"time-communication-{workload}.png")
         rows = []
-        for r in sorted(records, key=lambda r: (_label(r), r["implementation"], r.get("trial", 0))):
-            c = communication(r)
+        for r in sorted(records, key=lambda r: (_label(r), r.implementation, r.trial)):
+            c = r.communication
             rows.append(
                 [
-                    r["implementation"],
+                    r.implementation,
                     _label(r),
-                    r["status"],
-                    "yes" if r.get("verified") else "no",
-                    f"{r['metrics'].get('index_s') or 0:.2f}",
-                    f"{r['metrics'].get('query_s') or 0:.2f}",
-                    f"{c[0]:,} {c[1]}" if c else "-",
-                    f"{r.get('count'):,}" if r.get("count") is not None else "-",
+                    str(r.status),
+                    "yes" if r.verified else "no",
+                    f"{r.metrics.get('index_s') or 0:.2f}",
+                    f"{r.metrics.get('query_s') or 0:.2f}",
+                    f"{c.tuples:,} {c.unit}" if c else "-",
+                    f"{r.count:,}" if r.count is not None else "-",
                 ]
             )
         load = worker_load(workload, records, out_dir / f"worker-load-{workload}.png")
@@ -261,7 +259,7 @@ def _per_workload(runs: dict[str, list[dict]], out_dir: Path) -> list[str]:
     return lines
 
 
-def _plots(runs: dict[str, list[dict]], everything: list[dict], out_dir: Path) -> list[str]:
+def _plots(runs: dict[str, list[RunRecord]], everything: list[RunRecord], out_dir: Path) -> list[str]:
     """The sweeps, Shares over W, Delta's throughput (with its table), the memory wall and scaling with W."""
     sections = [
         (
@@ -293,7 +291,7 @@ def _plots(runs: dict[str, list[dict]], everything: list[dict], out_dir: Path) -
     return lines
 
 
-def _delta_table(everything: list[dict]) -> list[str]:
+def _delta_table(everything: list[RunRecord]) -> list[str]:
     rows = [
         [
             x["query"],

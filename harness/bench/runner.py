@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.bench import census, listing, memory_model, recompute
+from harness.bench.record import RunRecord
 from harness.core import motifs, results, store
 from harness.core.errors import DataError, ExecutionError, HarnessError, MemoryCapExceeded, RunTimeout
 from harness.core.params import IDLE_CONF, Param, human, resolve
@@ -168,37 +169,26 @@ def labelled_source(req: RunRequest, spec: JoinSpec) -> datasets.Source:
     return source
 
 
-def _new_record(req: RunRequest) -> dict:
-    """The result record before anything ran: every field present, filled from the request."""
-    return {
-        "schema_version": results.SCHEMA_VERSION,
-        "run_id": results.new_run_id(),
-        "timestamp": results.now_iso(),
-        "git": results.git_info(),
-        "machine": results.machine_info(),
-        "workload": req.workload,
-        "trial": req.trial,
-        "semantics": req.semantics,
-        "query": {"name": _query_name(req.query)},
-        "dataset": {"name": req.dataset},
-        "implementation": req.impl,
-        "params": {"workers": req.workers, **req.params},
-        "timeout_s": req.timeout_s,
-        "status": None,
-        "error": None,
-        "allow_unverified": req.allow_unverified,
-        "timeout_expected": req.timeout_expected,
-        "mem_expected": req.mem_expected,
-        "count": None,
-        "limit": None,  # --limit N: count is min(N, matches), verified as such
-        "output": None,  # --output: the Parquet directory the matches went to, its rows and columns
-        "verified": False,
-        "unverified_reason": None,
-        "oracle": None,
-        "checks": [],
-        "metrics": {},
-        "logical": {},
-    }
+def _new_record(req: RunRequest) -> RunRecord:
+    """The result record before anything ran, filled from the request."""
+    return RunRecord(
+        schema_version=results.SCHEMA_VERSION,
+        run_id=results.new_run_id(),
+        timestamp=results.now_iso(),
+        git=results.git_info(),
+        machine=results.machine_info(),
+        workload=req.workload,
+        trial=req.trial,
+        semantics=req.semantics,
+        query={"name": _query_name(req.query)},
+        dataset={"name": req.dataset},
+        implementation=req.impl,
+        params={"workers": req.workers, **req.params},
+        timeout_s=req.timeout_s,
+        allow_unverified=req.allow_unverified,
+        timeout_expected=req.timeout_expected,
+        mem_expected=req.mem_expected,
+    )
 
 
 @dataclass
@@ -207,13 +197,13 @@ class _Run:
 
     req: RunRequest
     started: float  # wall_s counts from here (reset once the Spark session has started)
-    record: dict
+    record: RunRecord
     workdir: Path | None = None  # a dynamic run's scratch for its stream, removed when the run ends
     staging: Path | None = None  # --output: where the matches are written until the run has finished them
 
     @property
     def run_id(self) -> str:
-        return self.record["run_id"]
+        return self.record.run_id
 
     @property
     def phase_groups(self) -> list[str]:
@@ -318,7 +308,7 @@ class Runner:
         self._graphs[key] = (graph, load_s)
         return graph, load_s, False
 
-    def run(self, req: RunRequest) -> dict:
+    def run(self, req: RunRequest) -> RunRecord:
         """One run as short steps (gapbs's BenchmarkKernel): check, load, timed prepare and count,
         measure, verify. Every failure becomes a status in the record, which is always complete."""
         run = _Run(req, time.perf_counter(), _new_record(req))
@@ -333,14 +323,14 @@ class Runner:
             self.live["phase"] = "verify"
             self._verify(run, plan, loaded)
         except HarnessError as exc:
-            run.record["status"] = exc.status
-            run.record["error"] = str(exc)
+            run.record.status = exc.status
+            run.record.error = str(exc)
             if exc.__cause__ is not None:
-                run.record["traceback"] = "".join(traceback.format_exception(exc.__cause__, limit=8))
+                run.record.traceback = "".join(traceback.format_exception(exc.__cause__, limit=8))
         except Exception as exc:  # an implementation or Spark failure
-            run.record["status"] = "EXE"
-            run.record["error"] = f"{type(exc).__name__}: {_first_line(exc)}"
-            run.record["traceback"] = traceback.format_exc(limit=8)
+            run.record.status = "EXE"
+            run.record.error = f"{type(exc).__name__}: {_first_line(exc)}"
+            run.record.traceback = traceback.format_exc(limit=8)
         finally:
             if run.workdir is not None:
                 shutil.rmtree(run.workdir, ignore_errors=True)
@@ -387,7 +377,7 @@ class Runner:
             raise DataError(f"--updates: {req.impl} does not maintain counts under updates ({_maintainers()})")
         run_params, impl_params = split_params(impl_cls, req.params)
         recompute_cls = recompute.implementation(run_params["recompute"])
-        spec, census_plan, record["query"] = resolve_query(req, impl_cls, run_params)
+        spec, census_plan, record.query = resolve_query(req, impl_cls, run_params)
         listed = listing.check(run_params, impl_cls, census_plan is not None)
         self._use_cap(self._capped_workers(run_params["memory_per_worker"], impl_cls, req.workers))
         self._use_kernels(impl_cls.kernels | (recompute_cls.kernels if recompute_cls else frozenset()))
@@ -416,19 +406,19 @@ class Runner:
         assert capped is not None
         hit = capped.hit() or capped.start_hit
         phase = "start-up" if capped.start_hit else self.live.get("phase", "start-up")
-        text = f"{record.get('error')}\n{record.get('traceback')}"
+        text = f"{record.error}\n{record.traceback}"
         if hit is not None or "OutOfMemoryError" in text:
-            record["status"] = "MEM"
+            record.status = "MEM"
             heap = f"an executor's heap (-Xmx {human(memory_cap.heap_bytes(capped.cap))}) ran out"
             again = capped_cluster.REPEATED if capped.start_repeated else ""
-            record["error"] = f"{hit.describe(capped.cap) if hit else heap} in {phase}{again}"
-            record["memory_cap_hit"] = {
+            record.error = f"{hit.describe(capped.cap) if hit else heap} in {phase}{again}"
+            record.memory_cap_hit = {
                 "worker": hit.worker if hit else None,
                 "killed": hit.killed if hit else [],
                 "phase": phase,
             }
         resident = capped.resident_peaks()
-        record["metrics"]["memory_cap"] = {
+        record.metrics["memory_cap"] = {
             "cap_bytes": capped.cap,
             "heap_bytes": memory_cap.heap_bytes(capped.cap),
             "peak_per_worker_bytes": capped.peaks(),
@@ -443,7 +433,7 @@ class Runner:
         update stream, and build the implementation on them."""
         from implementations import RunContext
 
-        req, record, metrics, source = run.req, run.record, run.record["metrics"], plan.source
+        req, record, metrics, source = run.req, run.record, run.record.metrics, plan.source
         if self._spark is None:  # session start-up is reported on its own, outside wall_s
             session_start = time.perf_counter()
             _ = self.spark  # starts the session
@@ -454,14 +444,14 @@ class Runner:
             self._capped.begin()
             spark.conf.set(IDLE_CONF, str(max(self._capped.idle, default=0)))
         spark_factory.set_workers(spark, req.workers)
-        record["spark"] = {
+        record.spark = {
             "master": spark.sparkContext.master,
             "version": spark.version,
             "app_id": spark.sparkContext.applicationId,
             "event_log": history.event_log_of(spark),  # `make history` serves it
         }
         graph, load_s, reused = self.graph(source, req.semantics, req.workers)
-        record["dataset"] = graph.describe()
+        record.dataset = graph.describe()
         metrics.update(load_s=round(load_s, 4), load_reused=reused)
         if plan.impl_cls.wants_driver_edges(graph.edges, plan.impl_params):
             started_driver_load = time.perf_counter()
@@ -481,7 +471,7 @@ class Runner:
     def _prepare_and_count(self, run: _Run, plan: _Plan, loaded: _Loaded) -> tuple[float, Outcome]:
         """Time prepare (index_s) and count (query_s), then any update batches, under the memory sampler.
         Returns when the run's window of Spark counters opened (epoch seconds) and count's outcome."""
-        req, record, metrics, impl = run.req, run.record, run.record["metrics"], loaded.impl
+        req, record, metrics, impl = run.req, run.record, run.record.metrics, loaded.impl
         deadline = None if req.timeout_s is None else time.perf_counter() + req.timeout_s
         window_start = time.time()
         with MemorySampler(self.spark) as memory:
@@ -494,8 +484,8 @@ class Runner:
                 index_reused = loaded.counted[0].index_reused
             metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=index_reused)
             metrics["wall_s"] = round(time.perf_counter() - run.started, 4)
-            record["count"] = int(outcome.count)
-            record["logical"] = outcome.counters
+            record.count = int(outcome.count)
+            record.logical = outcome.counters
             if plan.listed is not None:
                 self._listed(run, plan.listed, outcome)
             if loaded.stream is not None:
@@ -523,10 +513,11 @@ class Runner:
         """A listing's record: its limit, the seconds to its first match, and the written file (moved into
         place once its row count, read from its footers, equals the run's count)."""
         record = run.record
-        record["limit"] = listed.limit
-        record["metrics"]["first_match_s"] = None if outcome.first_match_s is None else round(outcome.first_match_s, 4)
+        record.limit = listed.limit
+        record.metrics["first_match_s"] = None if outcome.first_match_s is None else round(outcome.first_match_s, 4)
         if run.staging is not None:
-            record["output"] = listing.publish(run.staging, listed, record["count"], record["query"]["attributes"])
+            assert record.count is not None  # counted before it is listed
+            record.output = listing.publish(run.staging, listed, record.count, record.query["attributes"])
             run.staging = None
 
     def _census(self, run: _Run, plan: _Plan, loaded: _Loaded, deadline: float | None) -> tuple[float, float, Outcome]:
@@ -548,13 +539,13 @@ class Runner:
                     shape, impl, index_s, query_s, impl.index_reused, int(outcome.count), outcome.counters, outcome.metrics
                 )
             )
-        run.record["census"], total, counters, own = census.summarize(plan.census, loaded.counted)
+        run.record.census, total, counters, own = census.summarize(plan.census, loaded.counted)
         return sum(c.index_s for c in loaded.counted), sum(c.query_s for c in loaded.counted), Outcome(total, counters, own)
 
     def _measure(self, run: _Run, outcome: Outcome, window_start: float) -> None:
         """Spark's counters for the run's window, the time breakdown (and Spark floors), and the
         implementation's own metrics, which may not replace the harness's."""
-        req, metrics = run.req, run.record["metrics"]
+        req, metrics = run.req, run.record.metrics
         metrics.update(self.counters.collect(run.phase_groups, since=window_start))
         metrics["time_breakdown"] = time_breakdown(metrics, outcome.metrics.get("python_task_s"))
         for phase, breakdown in metrics["time_breakdown"].items() if req.spark_floor else ():
@@ -591,31 +582,35 @@ class Runner:
                 req.oracle,
                 req.oracle_timeout_s,
                 answers=self._oracle_answers,
-                limit=record["limit"],
+                limit=record.limit,
                 labels_glob=graph.labels_glob(),
             )
 
         if loaded.stream is not None:  # verified batch by batch
-            disagrees = record["oracle"]["agrees"] is False
-            record["unverified_reason"] = None if record["verified"] or disagrees else record["oracle"].get("reason")
+            assert record.oracle is not None  # _run_batches set it
+            disagrees = record.oracle["agrees"] is False
+            record.unverified_reason = None if record.verified or disagrees else record.oracle.get("reason")
         else:
+            assert record.count is not None  # counted before it is verified
             if plan.census is None:
-                written = record["output"]  # a listing's own rows are what it found: those are compared
+                written = record.output  # a listing's own rows are what it found: those are compared
                 listed = loaded.impl.matches if written is None else lambda n: listing.read_back(written["path"], n)
-                verdict = check(plan.spec, record["count"], listed)
+                verdict = check(plan.spec, record.count, listed)
             else:
-                verdict = census.verify(record["census"], loaded.counted, check, plan.census.method)
-            disagrees = verdict.pop("disagrees")
-            record.update(verdict)
-        record["status"] = "VAL" if disagrees else "OK" if record["verified"] else "UNVERIFIED"
+                assert record.census is not None
+                verdict = census.verify(record.census, loaded.counted, check, plan.census.method)
+            disagrees = verdict["disagrees"]
+            record.oracle, record.checks = verdict["oracle"], verdict["checks"]
+            record.verified, record.unverified_reason = verdict["verified"], verdict["unverified_reason"]
+        record.status = "VAL" if disagrees else "OK" if record.verified else "UNVERIFIED"
 
     def _finish(self, run: _Run) -> None:
         """Complete the record whatever happened: the memory report, Spark's counters of a failed run, wall_s and
         Graphalytics' times."""
-        metrics = run.record["metrics"]
+        metrics = run.record.metrics
         if isinstance(metrics.get("memory"), MemorySampler):
             metrics["memory"] = metrics["memory"].report()
-        if run.record["status"] in ("TIM", "EXE") and self._counters is not None:
+        if run.record.status in ("TIM", "EXE") and self._counters is not None:
             with contextlib.suppress(Exception):
                 metrics.update(self._counters.collect(run.phase_groups, settle_s=5))
         metrics.setdefault("wall_s", round(time.perf_counter() - run.started, 4))
@@ -635,7 +630,7 @@ class Runner:
         is timed too (the recompute an update saves); its count is agreement, not verification."""
         req, record, run_id, workdir = run.req, run.record, run.run_id, run.workdir
         assert workdir is not None  # _load wrote the stream there
-        metrics = record["metrics"]
+        metrics = record.metrics
         pattern = Pattern.of(plan.spec.query, plan.spec.semantics)
 
         def recount(name: str) -> dict:
@@ -652,10 +647,11 @@ class Runner:
         try:
             initial = recount("initial")
             initial.update(
-                count=record["count"],
-                agrees=None if initial["oracle_count"] is None else initial["oracle_count"] == record["count"],
+                count=record.count,
+                agrees=None if initial["oracle_count"] is None else initial["oracle_count"] == record.count,
             )
-            count, entries, sizes = record["count"], [], stream.sizes()
+            assert record.count is not None  # counted before the batches
+            count, entries, sizes = record.count, [], stream.sizes()
             for batch in stream.batches:
                 seconds, outcome = self.timed(f"{run_id}:updates", lambda: impl.apply_updates(stream.batch(batch)), deadline)  # noqa: B023 (called at once)
                 count += outcome.delta
@@ -669,15 +665,9 @@ class Runner:
         check = dynamic.summary(initial, entries)
         total_s = sum(e["seconds"] for e in entries)
         recounts = [e["recompute_agrees"] for e in entries if "recompute_agrees" in e]
-        record.update(
-            count=count,
-            initial=initial,
-            batches=entries,
-            checks=[check],
-            oracle=check,
-            verified=check["status"] == "ok" and bool(check["agrees"]),
-            agreement=recompute.agreement(plan.recompute.name, recounts) if plan.recompute and recounts else None,
-        )
+        record.count, record.initial, record.batches, record.checks, record.oracle = count, initial, entries, [check], check
+        record.verified = check["status"] == "ok" and bool(check["agrees"])
+        record.agreement = recompute.agreement(plan.recompute.name, recounts) if plan.recompute and recounts else None
         metrics.update(
             batches=len(entries),
             updates_s=round(total_s, 4),

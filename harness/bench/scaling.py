@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from harness.bench.memory_model import TUPLE_BYTES
+from harness.bench.record import RunRecord
 
 
 class Spread(NamedTuple):
@@ -40,9 +41,9 @@ def _spread(values: Sequence[float], workers: int) -> Spread:
     return Spread(max(values, default=0), sum(values) / workers)
 
 
-def _per_worker_rounds(record: dict) -> list[list[int]] | None:
+def _per_worker_rounds(record: RunRecord) -> list[list[int]] | None:
     """Tuples each worker received, per round, where the run knows them per worker."""
-    logical = record.get("logical") or {}
+    logical = record.logical
     if "worker_load_per_round" in logical:  # the BiGJoin family; none at W = 1, where nothing is exchanged
         return logical["worker_load_per_round"]
     if "load_per_cell" in logical:
@@ -50,13 +51,13 @@ def _per_worker_rounds(record: dict) -> list[list[int]] | None:
     return None
 
 
-def loads(record: dict) -> Loads | None:
+def loads(record: RunRecord) -> Loads | None:
     """The run's loads, or None for a run that did not finish, ran in the driver or ran under a memory
     cap (a memory experiment: its loads are those of the same run uncapped)."""
-    if record["status"] not in ("OK", "UNVERIFIED") or record["params"].get("memory_per_worker"):
+    if not record.finished or record.params.get("memory_per_worker"):
         return None
-    logical, metrics = record.get("logical") or {}, record["metrics"]
-    workers = record["params"].get("workers", 1)
+    logical, metrics = record.logical, record.metrics
+    workers = record.params.get("workers", 1)
     rounds = _per_worker_rounds(record)
     index = (logical.get("index") or {}).get("bytes_per_worker")
     in_flight = None

@@ -9,7 +9,7 @@ from rich import box
 from rich.console import Group, JustifyMethod
 from rich.table import Table
 
-from harness.spark.memory import PROCESS_FIELDS
+from harness.bench.record import RunRecord
 
 
 def fmt_int(v) -> str:
@@ -26,27 +26,29 @@ def fmt_bytes(v) -> str:
     return f"{v:.1f} TiB"
 
 
-def _oracle_cell(r: dict) -> str:
-    if r.get("status") == "DAT" or (not r.get("checks") and not r.get("oracle")):
+def _oracle_cell(r: RunRecord) -> str:
+    if r.status == "DAT" or (not r.checks and not r.oracle):
         return "-"
     parts = []
-    for c in r.get("checks", []):
-        mark = {True: "[green]✓[/]", False: "[red]✗[/]"}.get(c.get("agrees"), f"[yellow]{c.get('status')}[/]")
+    for c in r.checks:
+        marks: dict[bool | None, str] = {True: "[green]✓[/]", False: "[red]✗[/]"}
+        mark = marks.get(c.get("agrees"), f"[yellow]{c.get('status')}[/]")
         parts.append(f"{c['name']} {mark}")
     if not parts:
-        o = r.get("oracle") or {}
+        o = r.oracle or {}
         parts.append(f"[yellow]{o.get('name')} {o.get('status')}[/]")
-    return ", ".join(parts) + ("" if r.get("verified") else " [yellow](unverified)[/]")
+    return ", ".join(parts) + ("" if r.verified else " [yellow](unverified)[/]")
 
 
-def _memory_cell(memory: dict) -> str:
+def _memory_cell(r: RunRecord) -> str:
     """The run's own peaks, sampled in its window: driver Python, driver JVM, the JVM's Python workers."""
-    if not memory:
+    peaks = r.process_peaks
+    if not peaks:
         return "-"
-    return " / ".join(fmt_bytes(memory.get(f"{k}_peak_bytes")) for k in PROCESS_FIELDS)
+    return " / ".join(fmt_bytes(p.peak_bytes) for p in peaks.values())
 
 
-def results_table(records: list[dict], title: str) -> Table:
+def results_table(records: list[RunRecord], title: str) -> Table:
     table = Table(title=title, show_lines=False)
     columns: list[tuple[str, JustifyMethod]] = [
         ("dataset", "left"),
@@ -70,18 +72,18 @@ def results_table(records: list[dict], title: str) -> Table:
     for col, justify in columns:
         table.add_column(col, justify=justify)
     for r in records:
-        m = r.get("metrics", {})
-        status = r["status"]
-        colour = {"OK": "green", "UNVERIFIED": "yellow"}.get(status, "red")
+        m = r.metrics
+        status = r.status
+        colour = {"OK": "green", "UNVERIFIED": "yellow"}.get(str(status), "red")
         skew = m.get("load_skew")
         table.add_row(
-            str(r["dataset"].get("name")),
-            str(r["query"].get("name")),
-            r["semantics"][:3],
-            r["implementation"],
-            str(r["params"].get("workers")),
+            str(r.dataset_name),
+            str(r.query_name),
+            r.semantics[:3],
+            r.implementation,
+            str(r.workers),
             f"[{colour}]{status}[/]",
-            fmt_int(r.get("count")),
+            fmt_int(r.count),
             _oracle_cell(r),
             f"{m['load_s']:.2f}" if "load_s" in m else "-",
             f"{m['index_s']:.2f}" if "index_s" in m else "-",
@@ -90,15 +92,15 @@ def results_table(records: list[dict], title: str) -> Table:
             fmt_int(m.get("rounds")),
             f"{m.get('max_task_records', 0):,} / {m.get('mean_task_records', 0):,.0f} ({skew:.2f}x)" if skew else "-",
             fmt_bytes(m.get("peak_exec_memory_bytes")),
-            _memory_cell(m.get("memory") or {}),
+            _memory_cell(r),
             fmt_bytes(m.get("spill_bytes")),
         )
     return table
 
 
-def logical_table(records: list[dict], title: str) -> Table | None:
+def logical_table(records: list[RunRecord], title: str) -> Table | None:
     """The MPC-model counters of the dataflow implementations (§2.3), one row per run."""
-    rows = [r for r in records if r.get("logical", {}).get("tuples_exchanged") is not None]
+    rows = [r for r in records if r.logical.get("tuples_exchanged") is not None]
     if not rows:
         return None
     table = Table(title=title)
@@ -119,14 +121,14 @@ def logical_table(records: list[dict], title: str) -> Table | None:
     ):
         table.add_column(col, justify="left" if col in ("dataset", "query", "impl", "prefixes per level", "index") else "right")
     for r in rows:
-        lg = r["logical"]
+        lg = r.logical
         levels = " / ".join(fmt_int(v) for v in lg.get("prefixes_per_level", {}).values())
-        index = "reused" if r["metrics"].get("index_reused") else "built"
+        index = "reused" if r.metrics.get("index_reused") else "built"
         table.add_row(
-            str(r["dataset"].get("name")),
-            str(r["query"].get("name")),
-            r["implementation"],
-            str(r["params"].get("workers")),
+            str(r.dataset_name),
+            str(r.query_name),
+            r.implementation,
+            str(r.workers),
             fmt_int(lg.get("batch_per_worker")),
             levels,
             fmt_int(lg.get("proposals")),
@@ -140,17 +142,17 @@ def logical_table(records: list[dict], title: str) -> Table | None:
     return table
 
 
-def summary_lines(records: list[dict]) -> list[str]:
+def summary_lines(records: list[RunRecord]) -> list[str]:
     """Index sharing across runs, and each implementation's time (index_s + query_s) relative to the
     native floor (when the native counter checked the run) and to local-gj on the same dataset,
     query, semantics and parameters, measured in this run."""
     lines = []
     built: dict[tuple, tuple[float, int]] = {}
     for r in records:
-        m = r.get("metrics", {})
-        if "index_s" not in m or r.get("logical", {}).get("index") is None:
+        m = r.metrics
+        if "index_s" not in m or r.logical.get("index") is None:
             continue
-        key = (r["dataset"].get("name"), r["semantics"], r["implementation"], r["params"].get("workers"))
+        key = (r.dataset_name, r.semantics, r.implementation, r.workers)
         if not m.get("index_reused"):
             built[key] = (m["index_s"], built.get(key, (0, 0))[1])
         elif key in built:
@@ -162,63 +164,57 @@ def summary_lines(records: list[dict]) -> list[str]:
                 f"reused by {reused} more run(s), saving about {seconds * reused:.2f} s"
             )
 
-    def total(r):
-        m = r.get("metrics", {})
-        return m["index_s"] + m["query_s"] if r["status"] == "OK" and "query_s" in m else None
+    def total(r: RunRecord) -> float | None:
+        return r.processing_s if r.status == "OK" else None
 
-    def same(r):
-        params = {k: v for k, v in r["params"].items() if k != "batch"}
-        return (r["dataset"].get("name"), r["query"].get("name"), r["semantics"], str(sorted(params.items())), r["trial"])
+    def same(r: RunRecord) -> tuple:
+        params = {k: v for k, v in r.params.items() if k != "batch"}
+        return (r.dataset_name, r.query_name, r.semantics, str(sorted(params.items())), r.trial)
 
     for r in records:  # the native floor: the independent native counter's own time (lists + count) for this check
         floor = next(
-            (
-                c["count_s"]
-                for c in r.get("checks", [])
-                if c.get("name") == "native" and c.get("status") == "ok" and c.get("count_s")
-            ),
+            (c["count_s"] for c in r.checks if c.get("name") == "native" and c.get("status") == "ok" and c.get("count_s")),
             None,
         )
-        if floor and total(r):
+        took = total(r)
+        if floor and took:
             lines.append(
-                f"{r['implementation']} / native floor on {r['query'].get('name')} {r['dataset'].get('name')}: "
-                f"{total(r):.2f} s / {floor:.2f} s = {total(r) / floor:.2f}x"
+                f"{r.implementation} / native floor on {r.query_name} {r.dataset_name}: "
+                f"{took:.2f} s / {floor:.2f} s = {took / floor:.2f}x"
             )
     for r in records:
-        for phase, t in (r.get("metrics", {}).get("time_breakdown") or {}).items():
+        for phase, t in (r.metrics.get("time_breakdown") or {}).items():
             lines.append(time_line(r, phase, t))
-    base = {same(r): r for r in records if r["implementation"] == "local-gj" and total(r)}
+    base = {same(r): (r, t) for r in records if r.implementation == "local-gj" and (t := total(r))}
     for r in records:
-        ref = base.get(same(r))
-        if ref is None or r is ref or total(r) is None:
+        ref, ref_s = base.get(same(r), (None, None))
+        took = total(r)
+        if ref is None or ref_s is None or r is ref or took is None:
             continue
-        agree = "same count" if r["count"] == ref["count"] else f"[red]count differs ({r['count']} vs {ref['count']})[/]"
+        agree = "same count" if r.count == ref.count else f"[red]count differs ({r.count} vs {ref.count})[/]"
         lines.append(
-            f"{r['implementation']} / local-gj on {r['query'].get('name')} {r['dataset'].get('name')}: "
-            f"{total(r):.2f} s / {total(ref):.2f} s = {total(r) / total(ref):.2f}x ({agree})"
+            f"{r.implementation} / local-gj on {r.query_name} {r.dataset_name}: "
+            f"{took:.2f} s / {ref_s:.2f} s = {took / ref_s:.2f}x ({agree})"
         )
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[RunRecord]] = {}
     for r in records:
-        if r["status"] == "OK" and r["implementation"] != "local-gj" and communication(r):
-            groups.setdefault((same(r), r["params"].get("workers")), []).append(r)
+        if r.status == "OK" and r.implementation != "local-gj" and r.communication:
+            groups.setdefault((same(r), r.workers), []).append(r)
     for group in groups.values():
         if len(group) > 1:
             r = group[0]
             parts = [
-                f"{g['implementation']} {fmt_int(c[0])} {c[1]} in {total(g):.2f} s" for g in group if (c := communication(g))
+                f"{g.implementation} {fmt_int(c.tuples)} {c.unit} in {total(g):.2f} s" for g in group if (c := g.communication)
             ]
-            lines.append(
-                f"communication on {r['query'].get('name')} {r['dataset'].get('name')} W={r['params'].get('workers')}: "
-                + "; ".join(parts)
-            )
+            lines.append(f"communication on {r.query_name} {r.dataset_name} W={r.workers}: " + "; ".join(parts))
     return lines
 
 
-def time_line(r: dict, phase: str, t: dict) -> str:
+def time_line(r: RunRecord, phase: str, t: dict) -> str:
     """One run phase's time breakdown (runner.time_breakdown) on one line."""
     wall = t["wall_s"] or 1e-9
     return (
-        f"time {r['implementation']} {r['query'].get('name')} {r['dataset'].get('name')} {phase} {t['wall_s']:.2f} s: "
+        f"time {r.implementation} {r.query_name} {r.dataset_name} {phase} {t['wall_s']:.2f} s: "
         f"tasks' critical path {t['critical_path_s']:.2f} s ({t['critical_path_s'] / wall:.0%}), "
         f"scheduling {t['scheduling_s']:.2f} s ({t['scheduling_s'] / wall:.0%}) over {t['stages']} stages; "
         f"all tasks: run {t['executor_run_s']:.2f} s, JVM CPU {t['executor_cpu_s']:.2f}, GC {t['gc_s']:.2f}, "
@@ -228,9 +224,9 @@ def time_line(r: dict, phase: str, t: dict) -> str:
     )
 
 
-def shares_table(records: list[dict], title: str) -> Table | None:
+def shares_table(records: list[RunRecord], title: str) -> Table | None:
     """Shares/HyperCube runs: the grid, what it shipped against the formula, and the per-cell load."""
-    rows = [r for r in records if r.get("logical", {}).get("tuples_shipped_predicted") is not None]
+    rows = [r for r in records if r.logical.get("tuples_shipped_predicted") is not None]
     if not rows:
         return None
     table = Table(title=title)
@@ -251,12 +247,12 @@ def shares_table(records: list[dict], title: str) -> Table | None:
     ):
         table.add_column(col, justify="left" if col in ("dataset", "query", "shares") else "right")
     for r in rows:
-        lg, m = r["logical"], r["metrics"]
+        lg, m = r.logical, r.metrics
         exact = "[green]yes[/]" if m.get("tuples_shipped") == lg["tuples_shipped_predicted"] else "[red]no[/]"
         table.add_row(
-            str(r["dataset"].get("name")),
-            str(r["query"].get("name")),
-            str(r["params"].get("workers")),
+            str(r.dataset_name),
+            str(r.query_name),
+            str(r.workers),
             " ".join(f"{a}={s}" for a, s in lg["shares"].items()),
             str(lg["cells"]),
             fmt_int(lg["input_tuples"]),
@@ -271,11 +267,11 @@ def shares_table(records: list[dict], title: str) -> Table | None:
     return table
 
 
-def balance_table(records: list[dict], title: str) -> Table | None:
+def balance_table(records: list[RunRecord], title: str) -> Table | None:
     """The BiGJoin family's per-worker balance: the worst round with enough work to share (tuples
     received per worker, and Spark's shuffle bytes read per task), index entries per worker, and
     communication, each run beside the others on the same graph."""
-    rows = [r for r in records if r.get("logical", {}).get("round_load_skew") is not None]
+    rows = [r for r in records if r.logical.get("round_load_skew") is not None]
     if not rows:
         return None
     table = Table(title=title)
@@ -294,7 +290,7 @@ def balance_table(records: list[dict], title: str) -> Table | None:
     ):
         table.add_column(col, justify="left" if col in ("dataset", "query", "impl") else "right")
     for r in rows:
-        lg, m = r["logical"], r["metrics"]
+        lg, m = r.logical, r.metrics
         # Spark sees bytes, not tuples: a busy round is taken as one of at least 8 bytes per tuple of work.
         busy = [
             x
@@ -304,10 +300,10 @@ def balance_table(records: list[dict], title: str) -> Table | None:
         spark_skew = max((x["bytes_skew"] for x in busy if x.get("bytes_skew")), default=None)
         worst = lg.get("max_round_load_skew")
         table.add_row(
-            str(r["dataset"].get("name")),
-            str(r["query"].get("name")),
-            str(r["params"].get("workers")),
-            r["implementation"],
+            str(r.dataset_name),
+            str(r.query_name),
+            str(r.workers),
+            r.implementation,
             f"{lg['rounds_with_enough_work']} / {len(lg['round_load_skew'])}",
             f"{worst:.2f}" if worst else "-",
             f"{spark_skew:.2f}" if spark_skew else "-",
@@ -319,22 +315,22 @@ def balance_table(records: list[dict], title: str) -> Table | None:
     return table
 
 
-def critical_path_table(records: list[dict], title: str) -> Table | None:
+def critical_path_table(records: list[RunRecord], title: str) -> Table | None:
     """BiGJoin-S against BiGJoin in the cost model's time (§2.3), where both ran the same query on the
     same graph and W: summed over rounds, the tuples the busiest worker received, against a perfectly
     balanced run's (the total over W) and against bigjoin's (below 1, BiGJoin-S wins)."""
 
-    def key(r):
-        return (str(r["dataset"].get("name")), str(r["query"].get("name")), r.get("semantics"), r["params"].get("workers"))
+    def key(r: RunRecord) -> tuple:
+        return (str(r.dataset_name), str(r.query_name), r.semantics, r.workers)
 
     measured = [
         r
         for r in records
-        if r.get("status") == "OK"
-        and r["implementation"] in ("bigjoin", "bigjoin-s", "bigjoin-s-paper")
-        and r.get("logical", {}).get("critical_path_tuples") is not None
+        if r.status == "OK"
+        and r.implementation in ("bigjoin", "bigjoin-s", "bigjoin-s-paper")
+        and r.logical.get("critical_path_tuples") is not None
     ]
-    plain = {key(r): r["logical"]["critical_path_tuples"] for r in measured if r["implementation"] == "bigjoin"}
+    plain = {key(r): r.logical["critical_path_tuples"] for r in measured if r.implementation == "bigjoin"}
     rows = [r for r in measured if key(r) in plain and any(key(o) == key(r) and o is not r for o in measured)]
     if not rows:
         return None
@@ -342,13 +338,13 @@ def critical_path_table(records: list[dict], title: str) -> Table | None:
     for col in ("dataset", "query", "W", "impl", "worst round", "crit. path", "/ balanced", "/ bigjoin's"):
         table.add_column(col, justify="left" if col in ("dataset", "query", "impl") else "right")
     for r in rows:
-        lg = r["logical"]
+        lg = r.logical
         worst, bigjoin_path = lg.get("max_round_load_skew"), plain[key(r)]  # bigjoin's; 0 at W = 1: nothing exchanged
         table.add_row(
             key(r)[0][:24],
             key(r)[1],
             str(key(r)[3]),
-            r["implementation"],
+            r.implementation,
             f"{worst:.2f}" if worst else "-",
             fmt_int(lg["critical_path_tuples"]),
             f"{lg['critical_path_over_balanced']:.2f}" if lg.get("critical_path_over_balanced") else "-",
@@ -357,12 +353,12 @@ def critical_path_table(records: list[dict], title: str) -> Table | None:
     return table
 
 
-def delta_rows(records: list[dict]) -> list[dict]:
+def delta_rows(records: list[RunRecord]) -> list[dict]:
     """Per (dataset, query, semantics, batch size): the batches of dynamic runs, summarised."""
     groups: dict[tuple, list[dict]] = {}
     for r in records:
-        for b in r.get("batches") or []:
-            key = (str(r["dataset"].get("name")), str(r["query"].get("name")), r["semantics"], b["updates"])
+        for b in r.batches or []:
+            key = (str(r.dataset_name), str(r.query_name), r.semantics, b["updates"])
             groups.setdefault(key, []).append(b)
     rows = []
     for (dataset, query, semantics, size), bs in sorted(groups.items()):
@@ -405,7 +401,7 @@ def fmt_si(v: float | None) -> str:
     return f"{v:.3g}"
 
 
-def delta_table(records: list[dict], title: str) -> Group | None:
+def delta_table(records: list[RunRecord], title: str) -> Group | None:
     """Delta throughput by batch size (the paper's Figure 6), beside the recompute it saves; the index
     update's median time per batch (slowest worker) and the compactions among those batches. One table
     per case (its query, dataset and semantics in the title), two-line headers and rates in SI
@@ -448,42 +444,25 @@ def _delta_case_table(title: str, rows: list[dict]) -> Table:
     return table
 
 
-def communication(record: dict) -> tuple[int, str] | None:
-    """(tuples, what they are) moved between workers by one run, in the implementation's own unit."""
-    m, lg = record.get("metrics", {}), record.get("logical", {})
-    if m.get("tuples_shipped") is not None:
-        return m["tuples_shipped"], "tuples shipped to cells"
-    if lg.get("tuples_exchanged") is not None:
-        return lg["tuples_exchanged"], "prefix tuples exchanged"
-    if m.get("shuffle_records"):
-        return m["shuffle_records"], "Spark shuffle records"
-    return None
-
-
-def case_name(record: dict) -> str:
-    """A run's query and graph, as tables and plots name a case: "clique4 on rmat-12"."""
-    return f"{record['query'].get('name')} on {record['dataset'].get('name')}"
-
-
-def memory_grid(records: list[dict]) -> tuple[list[str], dict[tuple[str, str, int], dict[str, str]]]:
+def memory_grid(records: list[RunRecord]) -> tuple[list[str], dict[tuple[str, str, int], dict[str, str]]]:
     """(caps, largest first; {(case, implementation, W): {cap: cell}}) of the capped runs: each cell the
     status and the busiest worker's resident peak (`metrics.memory_cap`)."""
-    capped = [r for r in records if (r.get("params") or {}).get("memory_per_worker")]
-    sizes = {r["params"]["memory_per_worker"]: (r["metrics"].get("memory_cap") or {}).get("cap_bytes", 0) for r in capped}
+    capped = [r for r in records if r.params.get("memory_per_worker")]
+    sizes = {r.params["memory_per_worker"]: r.memory_cap.get("cap_bytes", 0) for r in capped}
     caps = sorted(sizes, key=lambda c: -sizes[c])
     grid: dict[tuple[str, str, int], dict[str, str]] = {}
     for r in capped:
-        case = case_name(r)
-        measured = r["metrics"].get("memory_cap") or {}
+        case = r.case_name
+        measured = r.memory_cap
         peaks = measured.get("resident_peak_per_worker_bytes") or measured.get("peak_per_worker_bytes") or []
-        peak = f" {fmt_bytes(max(peaks))}" if peaks and r["status"] in ("OK", "UNVERIFIED", "VAL") else ""
-        grid.setdefault((case, r["implementation"], r["params"].get("workers", 2)), {})[r["params"]["memory_per_worker"]] = (
-            r["status"] + peak
+        peak = f" {fmt_bytes(max(peaks))}" if peaks and r.status in ("OK", "UNVERIFIED", "VAL") else ""
+        grid.setdefault((case, r.implementation, r.params.get("workers", 2)), {})[r.params["memory_per_worker"]] = (
+            f"{r.status}{peak}"
         )
     return caps, grid
 
 
-def memory_grid_table(records: list[dict], title: str) -> Table | None:
+def memory_grid_table(records: list[RunRecord], title: str) -> Table | None:
     """Who finishes under which memory cap per worker: OK (with the peak per worker), MEM or TIM."""
     caps, grid = memory_grid(records)
     if not grid:
@@ -496,23 +475,23 @@ def memory_grid_table(records: list[dict], title: str) -> Table | None:
     return table
 
 
-def memory_model_table(records: list[dict], title: str) -> Table | None:
+def memory_model_table(records: list[RunRecord], title: str) -> Table | None:
     """Each finished capped run's busiest worker: measured peak, its idle before the run, the model and
     the ratios."""
-    rows = [r for r in records if ((r["metrics"].get("memory_cap") or {}).get("model") or {}).get("predicted_bytes")]
+    rows = [r for r in records if (r.memory_cap.get("model") or {}).get("predicted_bytes")]
     if not rows:
         return None
     table = Table(title=title, box=box.SIMPLE)
     for col in ("case", "impl", "W", "cap", "peak", "idle", "model", "÷model", "added÷model"):
         table.add_column(col, justify="left" if col in ("case", "impl") else "right")
-    for r in sorted(rows, key=lambda r: (r["query"].get("name"), r["implementation"], r["params"].get("workers", 2))):
-        model = r["metrics"]["memory_cap"]["model"]
+    for r in sorted(rows, key=lambda r: (r.query_name, r.implementation, r.params.get("workers", 2))):
+        model = r.memory_cap["model"]
         added = model.get("above_idle_over_model")
         table.add_row(
-            case_name(r),
-            r["implementation"],
-            str(r["params"].get("workers", 2)),
-            r["params"]["memory_per_worker"],
+            r.case_name,
+            r.implementation,
+            str(r.params.get("workers", 2)),
+            r.params["memory_per_worker"],
             fmt_bytes(model["measured_bytes"]),
             "-" if model.get("above_idle_bytes") is None else fmt_bytes(model["measured_bytes"] - model["above_idle_bytes"]),
             fmt_bytes(model["predicted_bytes"]),
@@ -522,7 +501,7 @@ def memory_model_table(records: list[dict], title: str) -> Table | None:
     return table
 
 
-def scaling_tables(records: list[dict]) -> list[Table]:
+def scaling_tables(records: list[RunRecord]) -> list[Table]:
     """Per query and graph run at several W: each implementation's loads per W (the busiest worker's;
     harness/bench/scaling.py), the numbers behind the scaling plots."""
     from harness.bench.scaling import Loads, loads
@@ -531,7 +510,7 @@ def scaling_tables(records: list[dict]) -> list[Table]:
     for r in records:
         measured = loads(r)
         if measured is not None:
-            cases.setdefault(case_name(r), []).append((r["implementation"], measured))
+            cases.setdefault(r.case_name, []).append((r.implementation, measured))
     tables = []
     for case, rows in sorted(cases.items()):
         if len({m.workers for _, m in rows}) < 3:

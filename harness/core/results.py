@@ -12,6 +12,7 @@ import tempfile
 import uuid
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
 SCHEMA_VERSION = 1
 REPO = Path(__file__).resolve().parents[2]
@@ -19,17 +20,40 @@ RESULTS_DIR = REPO / "results"
 STATUSES = ("OK", "UNVERIFIED", "VAL", "TIM", "MEM", "EXE", "DAT")
 
 
-def passes(record: dict) -> bool:
+class Record(Protocol):
+    """What the functions here read of a run's record (harness.bench.record.RunRecord, a layer above)."""
+
+    @property
+    def status(self) -> str | None: ...
+    @property
+    def allow_unverified(self) -> bool: ...
+    @property
+    def timeout_expected(self) -> bool: ...
+    @property
+    def mem_expected(self) -> bool: ...
+    @property
+    def implementation(self) -> str: ...
+    @property
+    def semantics(self) -> str: ...
+    @property
+    def query(self) -> dict: ...
+    @property
+    def dataset(self) -> dict: ...
+    @property
+    def params(self) -> dict: ...
+
+
+def passes(record: Record) -> bool:
     """Whether a run lets `run`/`bench` exit 0: OK; UNVERIFIED only where the user allowed it
     (allow_unverified); TIM or MEM only where the workload declared it expected."""
-    status = record.get("status")
-    return status == "OK" or (status == "UNVERIFIED" and bool(record.get("allow_unverified"))) or expected_failure(record)
+    status = record.status
+    return status == "OK" or (status == "UNVERIFIED" and record.allow_unverified) or expected_failure(record)
 
 
-def expected_failure(record: dict) -> bool:
+def expected_failure(record: Record) -> bool:
     """A TIM or a MEM the workload declared an expected result of this run."""
-    status = record.get("status")
-    return (status == "TIM" and bool(record.get("timeout_expected"))) or (status == "MEM" and bool(record.get("mem_expected")))
+    status = record.status
+    return (status == "TIM" and record.timeout_expected) or (status == "MEM" and record.mem_expected)
 
 
 def now_iso() -> str:
@@ -105,12 +129,12 @@ def write_text_atomic(path: Path, text: str) -> Path:
     return path
 
 
-def run_key(record: dict) -> str:
+def run_key(record: Record) -> str:
     """What a run measures: implementation, query, dataset, semantics, W and parameters (the gate's
     and the report's name for a run)."""
-    params = {k: v for k, v in sorted(record.get("params", {}).items()) if k != "workers"}
+    params = {k: v for k, v in sorted(record.params.items()) if k != "workers"}
     extra = "" if not params else " " + ",".join(f"{k}={v}" for k, v in params.items())
     return (
-        f"{record['implementation']} {record['query'].get('name')} {record['dataset'].get('name')} "
-        f"{record['semantics']} W={record['params'].get('workers')}{extra}"
+        f"{record.implementation} {record.query.get('name')} {record.dataset.get('name')} "
+        f"{record.semantics} W={record.params.get('workers')}{extra}"
     )
