@@ -461,6 +461,8 @@ class Runner:
         arrangements = self._arrangements.setdefault((source.kind, source.location, req.semantics), {})
         stream = None
         if plan.run_params["updates"] is not None:  # the initial graph is a set of directed edges in every semantics
+            # The stream samples the directed relation (both orientations, self-loops): directed, this is the
+            # run's graph again (reused); undirected, other rows the run's simple graph cannot give back.
             directed, _, _ = self.graph(source, "directed", req.workers)
             run.workdir = workdir = store.new_scratch("stream")  # Spark's tasks write it: the store, not /tmp
             with self.counters.job_group(f"load:{source.name}"):
