@@ -18,6 +18,7 @@ import gc
 import os
 import shutil
 import sys
+import traceback
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -93,8 +94,35 @@ def warm_families(families: Iterable[str], order: tuple[str, ...] = FAMILIES) ->
     steps = {"local-gj": warm_local_gj, "dataflow": warm_dataflow, "one-level": warm_one_level}
     for family in order:
         if family in wanted and family not in _warmed:
-            steps[family]()
+            try:
+                steps[family]()
+            except (ImportError, AttributeError) as stale:
+                if not _from_numba_cache(stale):
+                    raise
+                dropped = drop_compiled_kernels()  # compiled by code that has moved since: compile anew
+                print(f"warm-up: numba's cache named code that has moved ({stale}); dropped {dropped} files", file=sys.stderr)
+                steps[family]()
             _warmed.add(family)
+
+
+def _from_numba_cache(error: BaseException) -> bool:
+    """Whether `error` rose from reading numba's cache index, which pickles the types of a kernel's
+    signature: a type whose module or name has changed since (a refactor) cannot be read back, and
+    numba raises instead of compiling anew."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return any(
+        frame.name == "_load_index" and frame.filename.endswith(os.path.join("numba", "core", "caching.py")) for frame in frames
+    )
+
+
+def drop_compiled_kernels() -> int:
+    """Delete every cached compilation of this package's kernels (all folders); returns how many files."""
+    dropped = 0
+    for cache in compiled_kernels().values():
+        for path in cache.glob("*.nb[ic]"):
+            path.unlink(missing_ok=True)
+            dropped += 1
+    return dropped
 
 
 def warm_dataflow() -> None:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from harness.spark import kernel_cache
 from implementations.warm import warm_families
 
@@ -69,3 +71,20 @@ def test_a_module_that_imports_a_changed_one_is_not_shared(tmp_path, monkeypatch
     kernel_cache.share_with(tree)
     cached = {p.name.split(".")[0] for p in (tree / "implementations").rglob("__pycache__/*.nbi")}
     assert "csr" in cached and not cached & {"extension_kernels", "local_gj", "dataflow_kernels"}, cached
+
+
+def test_a_cache_index_that_names_moved_code_is_told_from_other_errors():
+    """numba pickles a kernel's signature types in its cache index; a type whose module has moved since
+    (a refactor) fails to unpickle there, and the warm-up then drops the package's cached kernels and
+    compiles anew (warm._from_numba_cache). Any other error is raised as it is."""
+    from implementations import warm
+
+    where = os.path.join("site-packages", "numba", "core", "caching.py")
+    scope: dict = {}
+    exec(compile("def _load_index():\n    import implementations.moved_away\n", where, "exec"), scope)
+    with pytest.raises(ImportError) as stale:
+        scope["_load_index"]()
+    assert warm._from_numba_cache(stale.value)
+    with pytest.raises(AttributeError) as fault:
+        raise AttributeError("a plain fault in the warm-up")
+    assert not warm._from_numba_cache(fault.value)
