@@ -45,18 +45,14 @@ _ONE_LEVEL_RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 
 def compiled_kernels() -> dict[Path, Path]:
     """Where this process's numba caches the compiled kernels of each folder of this package that has
     any: {the folder, its cache directory} (numba keeps one directory per source folder)."""
-    from numba.core.registry import CPUDispatcher
-
-    import implementations  # the registry imports every module that holds a kernel
+    import implementations  # noqa: F401  (the registry imports every module that holds a kernel)
+    from implementations.gj.kernel_signatures import dispatchers
 
     found: dict[Path, Path] = {}
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == implementations.__name__ or name.startswith(f"{implementations.__name__}.")):
-            continue
-        for value in vars(module).values():
-            cache: Any = getattr(value, "_cache", None) if isinstance(value, CPUDispatcher) else None
-            if getattr(cache, "_cache_path", None):  # its cache is numba's internals, not in numba's stubs
-                found[Path(value.py_func.__code__.co_filename).parent] = Path(cache._cache_path)
+    for kernel in dispatchers():
+        cache: Any = getattr(kernel, "_cache", None)  # numba's internals, not in numba's stubs
+        if getattr(cache, "_cache_path", None):
+            found[Path(kernel.py_func.__code__.co_filename).parent] = Path(cache._cache_path)
     return found
 
 

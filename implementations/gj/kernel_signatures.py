@@ -10,9 +10,8 @@ _dispatchers: dict[str, list] = {}  # per module of the project's, found once it
 _modules_seen = 0  # len(sys.modules) when _dispatchers was last brought up to date
 
 
-def signatures() -> int:
-    """Kernel signatures this process has compiled or loaded so far, over the project's numba
-    kernels: a timed stage that sees this grow paid for a compilation (`kernels_compiled`)."""
+def dispatchers() -> list:
+    """The project's numba kernels in every module imported so far (each module read once)."""
     from numba.core.registry import CPUDispatcher
 
     global _modules_seen
@@ -21,4 +20,10 @@ def signatures() -> int:
         for name, module in list(sys.modules.items()):
             if name.startswith("implementations.") and module is not None and name not in _dispatchers:
                 _dispatchers[name] = [v for v in vars(module).values() if isinstance(v, CPUDispatcher)]
-    return sum(len(d.overloads) for found in _dispatchers.values() for d in found)  # not .signatures: it hashes every type
+    return [d for found in _dispatchers.values() for d in found]
+
+
+def signatures() -> int:
+    """Kernel signatures this process has compiled or loaded so far, over the project's numba
+    kernels: a timed stage that sees this grow paid for a compilation (`kernels_compiled`)."""
+    return sum(len(d.overloads) for d in dispatchers())  # not .signatures: it hashes every type
