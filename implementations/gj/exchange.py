@@ -15,6 +15,7 @@ executor loss receives the same blobs in the same order, whatever order the shuf
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import NamedTuple
 
 import numpy as np
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
@@ -25,6 +26,7 @@ from harness.core.errors import ExecutionError
 class BlobKind(IntEnum):
     """What a blob carries; the receiver dispatches on it. One list, so no two modules pick the same number."""
 
+    SIZES = 0  # an index builder's per-worker sizes, on their way to the driver
     CANDIDATES = 1  # prefixes with their candidate lists, during Intersect
     PREFIXES = 2  # prefixes on their way to Count or Propose
     STATS = 3  # a task's counters, travelling with the data to the driver
@@ -140,10 +142,19 @@ def layout(kind: int, blobs: list) -> tuple[np.ndarray, list[tuple[int, int, lis
     return out, places
 
 
-def unpack(buf) -> tuple[int, int, tuple[int, ...], list[np.ndarray]]:
-    """(kind, destination, meta, arrays) of a blob, as read-only views (no copy)."""
+class Unpacked(NamedTuple):
+    """A blob's parts (`unpack`); its arrays are read-only views of the blob."""
+
+    kind: int
+    destination: int
+    meta: tuple[int, ...]
+    arrays: list[np.ndarray]
+
+
+def unpack(buf) -> Unpacked:
+    """A blob's kind, destination, meta and arrays, as read-only views (no copy)."""
     kind, dest, _, _, meta, arrays = _parse(buf)
-    return kind, dest, meta, arrays
+    return Unpacked(kind, dest, meta, arrays)
 
 
 def _parse(buf) -> tuple[int, int, int, int, tuple[int, ...], list[np.ndarray]]:

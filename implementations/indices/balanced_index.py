@@ -191,7 +191,7 @@ def _gather(root: str):
         store.save_array(os.path.join(directory, "edges.npy"), edge)
         keys = len(mapped(os.path.join(directory, "count_keys.npy")))  # written by _scatter, maybe elsewhere
         sizes = BalancedSizes(count_keys=keys, resolver_entries=len(code), membership_entries=len(edge))
-        yield from exchange.blob_batches([-1], [exchange.pack(0, p, [np.zeros(0, np.int8)], sizes)])
+        yield from exchange.blob_batches([-1], [exchange.pack(BlobKind.SIZES, p, [np.zeros(0, np.int8)], sizes)])
 
     return gather
 

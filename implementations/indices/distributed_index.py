@@ -337,7 +337,7 @@ def partition_builder(root: str, vertices: int):
         store.save_array(os.path.join(directory, "reverse.npy"), lists[1])
         loops = np.unique(keys[(keys == values) & (kinds == 0)]).astype(np.int32)
         sizes = PartitionSizes(keys=len(local), forward=len(lists[0]), reverse=len(lists[1]))
-        yield from exchange.blob_batches([-1], [exchange.pack(0, p, [loops], sizes)])
+        yield from exchange.blob_batches([-1], [exchange.pack(BlobKind.SIZES, p, [loops], sizes)])
 
     return build_one
 

@@ -365,7 +365,7 @@ def _apply_updates(root: str, workers: int, undirected: bool, k: int, b: int, co
     """(keys, values, kinds, diffs, counters): the net changes of the relation entries keyed at p, and
     the UPDATE_FIELDS counters of the pairs homed at p."""
     arrays: list[np.ndarray] = (
-        exchange.unpack(blob)[3] if blob is not None else [np.zeros(0, dt) for dt in (np.int32, np.int32, np.int8, np.int64)]
+        exchange.unpack(blob).arrays if blob is not None else [np.zeros(0, dt) for dt in (np.int32, np.int32, np.int8, np.int64)]
     )
     s, d, diff, seq = arrays
     codes = edge_code(s, d)
