@@ -3,6 +3,8 @@ them from. Adding an implementation is its module and one line here; the order i
 
 from __future__ import annotations
 
+# First: importing it keys numba's cache on the kernels' source, before any kernel module's decorators run.
+from harness.core import numba_cache  # noqa: F401
 from harness.core.errors import DataError
 from implementations.base import BatchOutcome, Implementation, Outcome, Param, RunContext
 from implementations.bigjoin import BiGJoin

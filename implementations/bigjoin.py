@@ -96,7 +96,7 @@ DRIVER_INDEX_MAX_EDGES = 200_000_000
 
 class BiGJoin(Implementation):
     name = "bigjoin"
-    kernels = frozenset({"dataflow"})
+    kernels = frozenset({"bigjoin"})
     description = "BiGJoin: Generic Join as a Spark dataflow of count/propose/intersect exchanges, batched"
     job_class: type | None = None  # None: the pipelined dataflow; BiGJoin-S and Delta-BiGJoin name their one-level job
     dataflow_class: type[DataflowJob] = DataflowJob

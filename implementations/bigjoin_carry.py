@@ -176,6 +176,7 @@ class CarryJob(DataflowJob):
 
 class BiGJoinCarry(BiGJoin):
     name = "bigjoin-carry"
+    kernels = frozenset({"bigjoin", "bigjoin-carry"})  # its warm-up after BiGJoin's, whose kernels it calls too
     description = "BiGJoin whose prefixes carry their parent's candidate set where the next level reuses it (beyond the paper)"
     dataflow_class = CarryJob
     vertex_labels = True  # a carried level filters its family's set by label; a labelled level's set is not carried

@@ -53,6 +53,7 @@ class BlockFlow(DataflowJob):
 
 class BiGJoinS(BiGJoin):
     name = "bigjoin-s"
+    kernels = frozenset({"bigjoin", "bigjoin-s"})  # BiGJoin's kernels on blocks: both warm-ups
     description = "BiGJoin-S: skew-resilient BiGJoin (long lists in blocks over the workers, work sent to the blocks)"
     dataflow_class = BlockFlow
     vertex_labels = True  # BiGJoin's kernels: a piece's proposals are filtered by label as a whole list's are

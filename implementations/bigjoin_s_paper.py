@@ -529,7 +529,7 @@ def _list_sizes(degrees: np.ndarray, kinds: np.ndarray) -> np.ndarray:
 
 class BiGJoinSPaper(BiGJoin):
     name = "bigjoin-s-paper"
-    kernels = frozenset({"dataflow", "one-level"})
+    kernels = frozenset({"bigjoin", "one-level"})
     description = "BiGJoin-S as published: lookups travel to balanced indices, prefixes stay, then Balance"
     job_class = BalancedJob
     writes_matches = True  # the last level's resolved candidates, written by the tasks that resolve them

@@ -180,7 +180,7 @@ class DeltaFlow(DataflowJob):
 
 class DeltaBiGJoin(BiGJoin):
     name = "delta-bigjoin"
-    kernels = frozenset({"dataflow", "one-level"})
+    kernels = frozenset({"bigjoin", "one-level"})
     description = "Delta-BiGJoin: BiGJoin's counts maintained under edge update batches by delta queries"
     maintains_updates = True
     anti_edges = True

@@ -40,7 +40,7 @@ _ARRANGEMENT = "shares:ranked-edges"
 
 class Shares(Implementation):
     name = "shares"
-    kernels = frozenset({"local-gj", "dataflow"})  # its cells run local-gj on CSR lists
+    kernels = frozenset({"local-gj", "bigjoin"})  # its cells run local-gj on CSR lists
     anti_edges = True
     vertex_labels = True  # each shipped relation is semi-joined with its attributes' labelled vertices before the shuffle
     description = "Shares/HyperCube: optimal integer shares, one shuffle, local Generic Join per cell"

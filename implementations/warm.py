@@ -14,6 +14,7 @@ the code."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import shutil
@@ -42,23 +43,24 @@ _RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 3, 2), ("c
 _ONE_LEVEL_RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 3, 16))
 
 
-def compiled_kernels() -> dict[Path, Path]:
-    """Where this process's numba caches the compiled kernels of each folder of this package that has
-    any: {the folder, its cache directory} (numba keeps one directory per source folder)."""
+def compiled_kernels() -> set[Path]:
+    """The folders where this process's numba caches the project's compiled kernels, one per module and
+    version of its source (harness.core.numba_cache)."""
     import implementations  # noqa: F401  (the registry imports every module that holds a kernel)
     from implementations.gj.kernel_signatures import dispatchers
 
-    found: dict[Path, Path] = {}
+    found: set[Path] = set()
     for kernel in dispatchers():
         cache: Any = getattr(kernel, "_cache", None)  # numba's internals, not in numba's stubs
         if getattr(cache, "_cache_path", None):
-            found[Path(kernel.py_func.__code__.co_filename).parent] = Path(cache._cache_path)
+            found.add(Path(cache._cache_path))
     return found
 
 
 # The kernel families a session warms (an implementation's `kernels` names those its runs use), and the
 # environment variable that tells a Python worker daemon which (unset: all of them).
-FAMILIES = ("local-gj", "dataflow", "one-level")
+FAMILIES = ("local-gj", "bigjoin", "bigjoin-carry", "bigjoin-s", "one-level")
+DATAFLOW = ("bigjoin", "bigjoin-carry", "bigjoin-s")  # a family each: a run compiles only the variants it calls
 FAMILIES_SETTING = "HARNESS_WARM"
 _warmed: set[str] = set()  # the families this process (or the daemon it was forked from) has warmed
 
@@ -87,7 +89,9 @@ def warm_families(families: Iterable[str], order: tuple[str, ...] = FAMILIES) ->
     """Compile or load the kernels of `families`, in `order`, once per process and family: a worker forked
     from a warmed daemon is warm already, and a later session in the driver's process warms nothing twice."""
     wanted = set(families)
-    steps = {"local-gj": warm_local_gj, "dataflow": warm_dataflow, "one-level": warm_one_level}
+    steps = {"local-gj": warm_local_gj, "one-level": warm_one_level} | {
+        name: functools.partial(warm_dataflow, name) for name in DATAFLOW
+    }
     for family in order:
         if family in wanted and family not in _warmed:
             try:
@@ -114,14 +118,15 @@ def _from_numba_cache(error: BaseException) -> bool:
 def drop_compiled_kernels() -> int:
     """Delete every cached compilation of this package's kernels (all folders); returns how many files."""
     dropped = 0
-    for cache in compiled_kernels().values():
+    for cache in compiled_kernels():
         for path in cache.glob("*.nb[ic]"):
             path.unlink(missing_ok=True)
             dropped += 1
     return dropped
 
 
-def warm_dataflow() -> None:
+def warm_dataflow(name: str) -> None:
+    """The dataflow variant `name` (bigjoin, bigjoin-carry or bigjoin-s) on each of `_RUNS`."""
     from implementations import REGISTRY
     from implementations.bigjoin import BiGJoin
     from implementations.gj import exchange
@@ -132,22 +137,21 @@ def warm_dataflow() -> None:
     indices: dict[tuple, Any] = {}
     try:
         for query, semantics, workers, batch in _RUNS:
-            for name in ("bigjoin", "bigjoin-carry", "bigjoin-s"):
-                key = (semantics, workers, name == "bigjoin-s")
-                if key not in indices:
-                    index = distributed_index.build_on_driver(src, dst, semantics == "undirected", workers)
-                    indices[key] = index
-                    if name == "bigjoin-s":  # lists of more than 2 entries in blocks: every path of the kernels
-                        indices[key] = block_index.build_locally(index, exchange.local_tokens(workers), 2)
-                        shutil.rmtree(index.root, ignore_errors=True)
-                spec = make_join_spec(BUILTINS[query], semantics)
-                m = len(spec.attribute_order)
-                # A pinned B', or a byte budget small enough to cut windows (the hub's lists).
-                budget = Budget(None, batch, m, "warm-up") if batch is not None else Budget(256, None, m, "warm-up")
-                impl = REGISTRY[name]
-                assert issubclass(impl, BiGJoin)
-                count, _, _ = impl.in_process(spec, workers, indices[key], budget).extend(5)
-                _expect_matches(name, query, count)
+            key = (semantics, workers)
+            if key not in indices:
+                index = distributed_index.build_on_driver(src, dst, semantics == "undirected", workers)
+                indices[key] = index
+                if name == "bigjoin-s":  # lists of more than 2 entries in blocks: every path of the kernels
+                    indices[key] = block_index.build_locally(index, exchange.local_tokens(workers), 2)
+                    shutil.rmtree(index.root, ignore_errors=True)
+            spec = make_join_spec(BUILTINS[query], semantics)
+            m = len(spec.attribute_order)
+            # A pinned B', or a byte budget small enough to cut windows (the hub's lists).
+            budget = Budget(None, batch, m, "warm-up") if batch is not None else Budget(256, None, m, "warm-up")
+            impl = REGISTRY[name]
+            assert issubclass(impl, BiGJoin)
+            count, _, _ = impl.in_process(spec, workers, indices[key], budget).extend(5)
+            _expect_matches(name, query, count)
     finally:
         for index in indices.values():
             shutil.rmtree(index.root, ignore_errors=True)

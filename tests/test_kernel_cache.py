@@ -1,8 +1,8 @@
 """A cluster's executors load the kernels the driver compiled: harness.spark.kernel_cache.seed copies them
 where numba looks under the executors' NUMBA_CACHE_DIR, and a process using that directory loads
-every one of them from there (numba's own cache hits), compiling none. The gate's baseline checkout
-loads those of the modules it shares with this tree (share_with), and compiles those that differ or
-call one that differs."""
+every one of them from there (numba's own cache hits), compiling none. Another checkout (a second
+clone, the gate's baseline tree) loads the kernels of the modules it shares with this one from the
+user's cache (harness.core.numba_cache), and compiles those that differ or call one that differs."""
 
 import json
 import os
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.core import numba_cache
 from harness.spark import kernel_cache
 from implementations.warm import warm_families
 
@@ -42,35 +43,47 @@ def test_an_executor_loads_what_the_driver_compiled(tmp_path):
 
 
 def _other_tree(tmp_path: Path, changed: str | None = None) -> Path:
-    """A copy of the package elsewhere (as the gate's baseline checkout is), one module changed if named."""
+    """A copy of the project elsewhere (another clone, the gate's baseline checkout), one module changed if named."""
     tree = tmp_path / "other"
-    shutil.copytree(REPO / "implementations", tree / "implementations", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("harness", "implementations"):
+        shutil.copytree(REPO / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
     if changed:
         with open(tree / "implementations" / f"{changed}.py", "a") as module:
             module.write("# changed\n")
     return tree
 
 
-def test_another_checkout_loads_the_kernels_of_the_modules_it_shares(tmp_path):
+def test_another_checkout_loads_the_kernels_this_one_compiled(tmp_path):
+    """The cache is keyed by the kernels' source, not their path: a copy elsewhere, its files newer, compiles nothing."""
     warm_families(["local-gj"])
     tree = _other_tree(tmp_path)
-    assert kernel_cache.share_with(tree) > 0
-    env = {**os.environ, "PYTHONPATH": f"{tree}{os.pathsep}{REPO}"}
-    done = subprocess.run([sys.executable, "-c", LOADS], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-c", LOADS], cwd=tree, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     counted = json.loads(done.stdout.strip().splitlines()[-1])
     assert counted["hits"] > 0 and counted["misses"] == 0, counted
 
 
-def test_a_module_that_imports_a_changed_one_is_not_shared(tmp_path, monkeypatch):
-    from numba.core import config
-
-    monkeypatch.setattr(config, "CACHE_DIR", "")  # the other tree's cache beside its sources, as in CI
-    warm_families(["local-gj", "dataflow"])
+def test_a_module_whose_source_or_an_imported_module_changed_has_another_key(tmp_path):
+    """A changed kernel compiles anew, and so does one that calls it from another module (numba keys a
+    compilation on its own bytecode only): each module's key digests every project module it imports."""
     tree = _other_tree(tmp_path, changed="gj/extension_kernels")  # local_gj and the dataflow call its kernels
-    kernel_cache.share_with(tree)
-    cached = {p.name.split(".")[0] for p in (tree / "implementations").rglob("__pycache__/*.nbi")}
-    assert "csr" in cached and not cached & {"extension_kernels", "local_gj", "dataflow_kernels"}, cached
+
+    def keys(top: Path) -> dict[str, str]:
+        names = ("gj/csr", "gj/extension_kernels", "local_gj", "extension/dataflow_kernels")
+        return {n: numba_cache.source_stamp(top / "implementations" / f"{n}.py") for n in names}
+
+    here, there = keys(REPO), keys(tree)
+    assert here["gj/csr"] == there["gj/csr"]
+    assert all(here[n] != there[n] for n in ("gj/extension_kernels", "local_gj", "extension/dataflow_kernels"))
+
+
+def test_the_cache_lives_under_the_user_s_cache_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert numba_cache.root() == tmp_path / "subgraph-harness" / "kernels"
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "store"))  # a cluster's executors: the store
+    assert numba_cache.root() == tmp_path / "store"
 
 
 def test_a_cache_index_that_names_moved_code_is_told_from_other_errors():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -25,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.bench.record import RunRecord
-from harness.core import results
+from harness.core import numba_cache, results
 from harness.core.errors import DataError
-from harness.spark import jvm_archive, kernel_cache
+from harness.spark import jvm_archive
 
 BASELINE_DIR = results.RESULTS_DIR / "baselines"
 SCHEMA = "harness-baseline/1"
@@ -168,8 +169,10 @@ def run_paired(
             check=True,
             capture_output=True,
         )
+        # The old tree's kernels in this tree's cache, keyed by content: the modules both share, compiled once.
+        shim = numba_cache.shim_folder()
+        old_env = {"PYTHONPATH": f"{old_tree}{os.pathsep}{shim}", numba_cache.LOCATOR_SETTING: numba_cache.locator_setting()}
         try:
-            kernel_cache.share_with(old_tree)  # what both commits share, compiled once
             jvm_archive.share_with(old_tree)
             for trial in range(trials):
                 for side, tree in (("old", old_tree), ("new", results.REPO)):
@@ -178,13 +181,15 @@ def run_paired(
                     command += ["--tier", baseline["tier"]] if baseline.get("tier") else []
                     command += ["--master", master] if master else []
                     log(f"gate --paired: trial {trial + 1}/{trials}, {side} ({commit[:7] if side == 'old' else 'this tree'})")
-                    done = subprocess.run(command, cwd=tree, env=env | {"PYTHONPATH": str(tree)}, capture_output=True, text=True)
+                    side_env = old_env if side == "old" else {"PYTHONPATH": str(tree)}
+                    done = subprocess.run(command, cwd=tree, env=env | side_env, capture_output=True, text=True)
                     records = read_records(target)
                     if not records:
                         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
                         raise DataError(f"gate --paired: the {side} side wrote no results in {target}: {last}")
                     sides[side].extend(records)
         finally:
+            shutil.rmtree(shim, ignore_errors=True)
             subprocess.run(["git", "-C", str(results.REPO), "worktree", "remove", "--force", str(old_tree)], capture_output=True)
     return sides["old"], sides["new"]
 

@@ -252,9 +252,9 @@ def _warm_driver(families: frozenset[str]) -> None:
 def _warm_dataflow(families: frozenset[str]) -> None:
     """The index build that the dataflow's warm-up exercises. After the context exists: its tasks run
     in process under a TaskContext, which a SparkContext being created would take for a worker's."""
-    from implementations.warm import warm_families
+    from implementations.warm import DATAFLOW, warm_families
 
-    warm_families(families & {"dataflow"})
+    warm_families(families & set(DATAFLOW))
 
 
 def _import_worker_modules(probe: str | None):
