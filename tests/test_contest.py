@@ -142,3 +142,34 @@ def test_the_winner_sentence_wraps_to_the_console_width():
     assert len(lines) == 2 and all(len(line) <= 100 for line in lines)
     assert " ".join(lines) == sentence
     assert contest.winner_lines(case, 200) == [sentence]
+
+
+def test_a_reused_index_is_charged_its_build_and_the_table_and_sentence_say_so():
+    """bigjoin-carry reused the index bigjoin built: its time is its own index + query plus that build,
+    marked in the table, named in a note, and the sentence says what its times are."""
+    records = [r for r in _records() if r.implementation in ("local-gj", "bigjoin")]
+    bigjoin = next(r for r in records if r.implementation == "bigjoin")
+    build = bigjoin.metrics["index_s"]
+    carry = replace(
+        bigjoin,
+        implementation="bigjoin-carry",
+        metrics={
+            **bigjoin.metrics,
+            "index_s": 0.04,
+            "query_s": 1.0,
+            "index_reused": True,
+            "index_charged_s": build,
+            "index_shared": [{"built_by": "bigjoin trial 0", "index_s": build}],
+        },
+    )
+    [case] = contest.cases([*records, carry])
+    entry = next(e for e in case.entries if e.implementation == "bigjoin-carry")
+    assert entry.seconds == 0.04 + 1.0 + build and entry.charged == ["bigjoin"]
+    assert case.entries[0] is entry  # still the fastest, by its whole cost
+    [row] = [line for line in _render(contest.table(case)) if line.strip().startswith("bigjoin-carry")]
+    assert f"{entry.seconds:.2f}*" in row
+    lines = contest.winner_lines(case, 300)
+    assert lines[0] == ("* reused an index built by an earlier run, its build time charged here: bigjoin-carry's from bigjoin.")
+    assert "(index + query, reused index builds charged)" in lines[1]
+    [plain] = contest.cases(records)
+    assert contest.shared_note(plain) is None and "(index + query)," in contest.winner_sentence(plain)

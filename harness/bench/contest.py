@@ -20,6 +20,7 @@ from harness.bench.tables import fmt_bytes, fmt_int, fmt_si
 _STATUS_ORDER = ("VAL", "EXE", "DAT", "MEM", "TIM", "UNVERIFIED", "OK")  # a case's worst trial names its status
 CV_SHOWN = 0.10  # trials that vary more than this (stdev / mean) say so beside their time
 WIDTH = 100  # the contest table's width at most, whatever the terminal's
+SHARED_MARK = "*"  # a time that includes a reused index's build, charged at the seconds its builder took
 SHORT_NAMES = {"memory_per_worker": "cap", "memory_budget": "budget"}  # a swept parameter in a row's label
 
 
@@ -31,7 +32,7 @@ class Entry:
     status: str
     trials: int
     verified_by: list[str]  # the independent checks that agreed (every trial's)
-    seconds: float | None  # median index + query over finished trials
+    seconds: float | None  # median index + query over finished trials, reused indices charged (RunRecord.charged_s)
     timeout_s: float | None  # a TIM's limit
     tuples: int | None  # communicated between workers, in the implementation's own unit
     tuples_unit: str | None
@@ -41,6 +42,7 @@ class Entry:
     swept: dict[str, object] = field(default_factory=dict)  # the swept parameters' values of this row
     cv: float | None = None  # stdev / mean of the finished trials' seconds (two or more)
     evps: float | None = None  # Graphalytics' EVPS: (vertices + edges) / seconds
+    charged: list[str] = field(default_factory=list)  # the runs whose index builds a trial reused, charged in `seconds`
 
     @property
     def label(self) -> str:
@@ -89,7 +91,7 @@ def _evps(runs: list[RunRecord], seconds: float | None) -> float | None:
 def _entry(impl: str, runs: list[RunRecord], swept: dict | None = None) -> Entry:
     status = min((str(r.status) for r in runs), key=lambda s: _STATUS_ORDER.index(s) if s in _STATUS_ORDER else -1)
     finished = [r for r in runs if r.finished]
-    seconds = [t for r in finished if (t := r.processing_s) is not None]
+    seconds = [t for r in finished if (t := r.charged_s) is not None]
     agreed = [{c["name"] for c in r.checks if c.get("agrees") is True} for r in runs]
     comm = [r.communication for r in finished]
     median = statistics.median(seconds) if seconds and status in FINISHED else None
@@ -107,6 +109,7 @@ def _entry(impl: str, runs: list[RunRecord], swept: dict | None = None) -> Entry
         swept=swept or {},
         cv=coefficient_of_variation(seconds) if median is not None else None,
         evps=_evps(runs, median),
+        charged=sorted({b["built_by"].split(" trial ")[0] for r in finished for b in r.metrics.get("index_shared") or []}),
     )
 
 
@@ -162,7 +165,7 @@ def winner_sentence(case: Case) -> str:
     finishers = [e for e in case.entries if e.seconds is not None]
     if len(case.entries) == 1:  # not a contest
         e = case.entries[0]
-        took = f" in {e.seconds:.2f} s (index + query)" if e.seconds is not None else ""
+        took = f" in {e.seconds:.2f} s ({_what_is_timed(case)})" if e.seconds is not None else ""
         return f"{e.label} ran {case.title} alone: {e.status}{took}."
     others = len(case.entries) - len(finishers)
     tail = f" ({others} did not finish)" if others else ""
@@ -174,7 +177,7 @@ def winner_sentence(case: Case) -> str:
         return f"{best.label}{label} won {case.title}, the only one to finish, in {best.seconds:.2f} s{tail}."
     second = finishers[1]
     sentence = (
-        f"{best.label}{label} won {case.title} in {best.seconds:.2f} s (index + query), "
+        f"{best.label}{label} won {case.title} in {best.seconds:.2f} s ({_what_is_timed(case)}), "
         f"{second.ratio:.1f}x faster than {second.label} ({second.seconds:.2f} s)"
     )
     spark = [e for e in finishers if e.implementation != "local-gj"]
@@ -183,9 +186,19 @@ def winner_sentence(case: Case) -> str:
     return sentence + tail + "."
 
 
+def _what_is_timed(case: Case) -> str:
+    """What every time of the case is: each implementation's own index + query, shared builds charged."""
+    if any(e.charged for e in case.entries):
+        return "index + query, reused index builds charged"
+    return "index + query"
+
+
 def winner_lines(case: Case, width: int) -> list[str]:
-    """The winner's sentence wrapped to the console's width (a terminal's, or COLUMNS)."""
-    return textwrap.wrap(winner_sentence(case), width, break_on_hyphens=False)
+    """The note on shared indices, if any, then the winner's sentence, wrapped to the console's width (a
+    terminal's, or COLUMNS)."""
+    note = shared_note(case)
+    lines = textwrap.wrap(note, width, break_on_hyphens=False) if note else []
+    return lines + textwrap.wrap(winner_sentence(case), width, break_on_hyphens=False)
 
 
 def _status_cell(e: Entry) -> str:
@@ -206,7 +219,16 @@ def _time_cell(e: Entry) -> str:
     if e.seconds is None:
         return f">{e.timeout_s:g}" if e.timeout_s else "-"
     varied = f" ±{e.cv:.0%}" if e.cv is not None and e.cv > CV_SHOWN else ""
-    return f"{e.seconds:.2f}{varied}"
+    return f"{e.seconds:.2f}{SHARED_MARK if e.charged else ''}{varied}"
+
+
+def shared_note(case: Case) -> str | None:
+    """The line under a table that says which times include an index another run built (and charge it)."""
+    marked = [e for e in case.entries if e.charged and e.seconds is not None]
+    if not marked:
+        return None
+    said = "; ".join(f"{e.label}'s from {', '.join(e.charged)}" for e in marked)
+    return f"{SHARED_MARK} reused an index built by an earlier run, its build time charged here: {said}."
 
 
 def table(case: Case, wide: bool = False) -> Table:

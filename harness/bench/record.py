@@ -140,6 +140,19 @@ class RunRecord:
         return self.index_s + self.query_s
 
     @property
+    def index_charged_s(self) -> float:
+        """The builds of the shared indices this run reused, at the seconds the runs that built them took
+        (shared_index); 0 when it built its own, or in a record older than the field."""
+        return float(self.metrics.get("index_charged_s") or 0.0)
+
+    @property
+    def charged_s(self) -> float | None:
+        """Index + query with every index the run used charged to it: its own processing time plus the
+        builds it reused from earlier runs. What a contest ranks, so each row is one implementation's whole cost."""
+        own = self.processing_s
+        return None if own is None else own + self.index_charged_s
+
+    @property
     def process_peaks(self) -> dict[str, ProcessPeak]:
         """The run's own processes' resident bytes at its start and peak (metrics.memory); empty without them."""
         memory = self.metrics.get("memory") or {}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.bench import census, listing, memory_model, recompute
+from harness.bench import census, listing, memory_model, recompute, shared_index
 from harness.bench.record import RunRecord
 from harness.core import motifs, results, store
 from harness.core.errors import DataError, ExecutionError, HarnessError, MemoryCapExceeded, RunTimeout
@@ -246,7 +246,8 @@ class Runner:
         self._spark = None
         self._counters: SparkCounters | None = None
         self._graphs: dict[tuple[str, str, str | None, str], tuple[datasets.Graph, float]] = {}
-        self._arrangements: dict[tuple[str, str, str], dict] = {}  # indices built per graph, shared by runs
+        # Indices built per graph, shared by runs; each reuse charged the build's time (shared_index).
+        self._arrangements: dict[tuple[str, str, str], shared_index.Arrangements] = {}
         self._oracle_answers: dict = {}  # an oracle's answer on a graph serves every implementation run on it
         self.live: dict = {}  # the current run's phase and progress, for a live display (`live_status`)
         self._capped: CappedWorkers | None = None  # the session's capped workers, while runs ask for a cap
@@ -458,7 +459,7 @@ class Runner:
             reused_arrays = graph.edge_arrays_read
             graph.edge_arrays()
             metrics.update(driver_load_s=round(time.perf_counter() - started_driver_load, 4), driver_load_reused=reused_arrays)
-        arrangements = self._arrangements.setdefault((source.kind, source.location, req.semantics), {})
+        arrangements = self._arrangements.setdefault((source.kind, source.location, req.semantics), shared_index.Arrangements())
         stream = None
         if plan.run_params["updates"] is not None:  # the initial graph is a set of directed edges in every semantics
             # The stream samples the directed relation (both orientations, self-loops): directed, this is the
@@ -476,6 +477,9 @@ class Runner:
         req, record, metrics, impl = run.req, run.record, run.record.metrics, loaded.impl
         deadline = None if req.timeout_s is None else time.perf_counter() + req.timeout_s
         window_start = time.time()
+        arrangements = impl.ctx.arrangements
+        assert isinstance(arrangements, shared_index.Arrangements)  # as _load made it
+        built_before = arrangements.begin()
         with MemorySampler(self.spark) as memory:
             metrics["memory"] = memory  # its report replaces it once it has stopped
             if plan.census is None:
@@ -485,6 +489,7 @@ class Runner:
                 index_s, query_s, outcome = self._census(run, plan, loaded, deadline)
                 index_reused = loaded.counted[0].index_reused
             metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=index_reused)
+            shared_index.charge(metrics, arrangements.settle(built_before, f"{req.impl} trial {req.trial}", index_s))
             metrics["wall_s"] = round(time.perf_counter() - run.started, 4)
             record.count = int(outcome.count)
             record.logical = outcome.counters

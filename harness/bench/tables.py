@@ -165,7 +165,7 @@ def summary_lines(records: list[RunRecord]) -> list[str]:
             )
 
     def total(r: RunRecord) -> float | None:
-        return r.processing_s if r.status == "OK" else None
+        return r.charged_s if r.status == "OK" else None  # a reused index charged at its build
 
     def same(r: RunRecord) -> tuple:
         params = {k: v for k, v in r.params.items() if k != "batch"}
