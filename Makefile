@@ -47,8 +47,10 @@ ruff: $(LINT_STAMP)
 bench: java $(STAMP)
 	$(PY) -m harness bench $(WORKLOAD) $(TIER_FLAG) $(MASTER_FLAG) $(FROM_FLAG)
 
+# DURATIONS=0: every test's setup and call time, slowest first (results/profiles/ keeps such a listing).
+DURATIONS ?= 15
 test: java $(STAMP)
-	$(PY) -m pytest -q -m "not cluster and not thorough" --ignore=tests/benchmarks --durations=15
+	$(PY) -m pytest -q -m "not cluster and not thorough" --ignore=tests/benchmarks --durations=$(DURATIONS)
 
 # tests/test_cluster.py: a standalone master and two workers on free loopback ports, the same workload
 # there, an executor SIGKILLed mid-query, and no process left after the cluster stops.

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-# First: importing it keys numba's cache on the kernels' source, before the native counter's are decorated.
-from harness.core import numba_cache  # noqa: F401
 from harness.verify.oracles import linalg, motifs, native, nx_search, sql
 from harness.verify.oracles.child import run_in_child
 from harness.verify.oracles.pattern import Pattern
