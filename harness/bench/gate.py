@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -170,8 +169,8 @@ def run_paired(
             capture_output=True,
         )
         # The old tree's kernels in this tree's cache, keyed by content: the modules both share, compiled once.
-        shim = numba_cache.shim_folder()
-        old_env = {"PYTHONPATH": f"{old_tree}{os.pathsep}{shim}", numba_cache.LOCATOR_SETTING: numba_cache.locator_setting()}
+        numba_cache.place_shim(old_tree)
+        old_env = {"PYTHONPATH": str(old_tree), numba_cache.LOCATOR_SETTING: numba_cache.locator_setting()}
         try:
             jvm_archive.share_with(old_tree)
             for trial in range(trials):
@@ -189,7 +188,6 @@ def run_paired(
                         raise DataError(f"gate --paired: the {side} side wrote no results in {target}: {last}")
                     sides[side].extend(records)
         finally:
-            shutil.rmtree(shim, ignore_errors=True)
             subprocess.run(["git", "-C", str(results.REPO), "worktree", "remove", "--force", str(old_tree)], capture_output=True)
     return sides["old"], sides["new"]
 

@@ -18,7 +18,6 @@ import ast
 import functools
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 from numba.core.caching import CacheImpl, _CacheLocator
@@ -137,14 +136,13 @@ def locator_setting() -> str:
     return ",".join([f"{_SHIM}.ContentCacheLocator", *(f"numba.core.caching.{n}" for n in names)])
 
 
-_SHIM = "harness_numba_cache"  # this file's name where `shim_folder` copies it
+_SHIM = "harness_numba_cache"  # this file's name where `place_shim` copies it
 
 
-def shim_folder() -> Path:
-    """A folder holding this module as a top-level one (`_SHIM`), for another checkout's PYTHONPATH."""
-    folder = Path(tempfile.mkdtemp(prefix="harness-numba-cache-"))
-    (folder / f"{_SHIM}.py").write_bytes(Path(__file__).read_bytes())
-    return folder
+def place_shim(tree: Path) -> None:
+    """This module as a top-level one (`_SHIM`) at the root of another checkout, where its driver and its
+    Python workers (whose PYTHONPATH Spark sets to the checkout) import it for `locator_setting`."""
+    (tree / f"{_SHIM}.py").write_bytes(Path(__file__).read_bytes())
 
 
 install()
