@@ -159,7 +159,7 @@ def test_a_reused_index_is_charged_its_build_and_the_table_and_sentence_say_so()
             "query_s": 1.0,
             "index_reused": True,
             "index_charged_s": build,
-            "index_shared": [{"built_by": "bigjoin trial 0", "index_s": build}],
+            "index_shared": [{"implementation": "bigjoin", "trial": 0, "index_s": build}],
         },
     )
     [case] = contest.cases([*records, carry])

@@ -169,9 +169,9 @@ def run_paired(
             capture_output=True,
         )
         # The old tree's kernels in this tree's cache, keyed by content: the modules both share, compiled once.
-        numba_cache.place_shim(old_tree)
         old_env = {"PYTHONPATH": str(old_tree), numba_cache.LOCATOR_SETTING: numba_cache.locator_setting()}
         try:
+            numba_cache.place_shim(old_tree)
             jvm_archive.share_with(old_tree)
             for trial in range(trials):
                 for side, tree in (("old", old_tree), ("new", results.REPO)):

@@ -489,7 +489,7 @@ class Runner:
                 index_s, query_s, outcome = self._census(run, plan, loaded, deadline)
                 index_reused = loaded.counted[0].index_reused
             metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=index_reused)
-            shared_index.charge(metrics, arrangements.settle(built_before, f"{req.impl} trial {req.trial}", index_s))
+            shared_index.charge(metrics, arrangements.settle(built_before, req.impl, req.trial, index_s))
             metrics["wall_s"] = round(time.perf_counter() - run.started, 4)
             record.count = int(outcome.count)
             record.logical = outcome.counters

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 class Build:
     """One run's index build: which run (its implementation and trial) and its index seconds."""
 
-    built_by: str
+    implementation: str
+    trial: int
     index_s: float
 
     def to_json(self) -> dict:
-        return {"built_by": self.built_by, "index_s": self.index_s}
+        return {"implementation": self.implementation, "trial": self.trial, "index_s": self.index_s}
 
 
 class Arrangements(dict):
@@ -43,14 +44,14 @@ class Arrangements(dict):
         self._read = set()
         return frozenset(self)
 
-    def settle(self, before: frozenset, run: str, index_s: float) -> list[Build]:
+    def settle(self, before: frozenset, implementation: str, trial: int, index_s: float) -> list[Build]:
         """A run has prepared: the keys it added are its builds (of `index_s`); returns the builds of the
         other runs whose indices it read, once per building run."""
         built = set(self) - before
         for key in built:
-            self._builds[key] = Build(run, round(index_s, 4))
+            self._builds[key] = Build(implementation, trial, round(index_s, 4))
         reused = {self._builds[key] for key in self._read - built if key in self._builds}
-        return sorted(reused, key=lambda b: b.built_by)
+        return sorted(reused, key=lambda b: (b.implementation, b.trial))
 
 
 def charge(metrics: dict, builds: list[Build]) -> None:
