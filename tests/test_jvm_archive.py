@@ -104,3 +104,23 @@ def test_executors_and_a_cluster_s_daemons_map_the_archive_when_there_is_one(tmp
     assert lean == f"{cluster.DAEMON_JAVA_OPTS} -XX:SharedArchiveFile={archive} {jvm_archive.QUIET} -XX:TieredStopAtLevel=4"
     monkeypatch.setenv(jvm_archive.SETTING, "off")
     assert jvm_archive.mapped_options() == ""
+
+
+def test_make_venv_writes_the_archive_once_unless_it_is_there_claimed_or_off(tmp_path, monkeypatch):
+    """`ensure`, which `make venv` runs: it writes a missing archive itself (the real writing is the test
+    above's), and writes nothing where there is one, where a session is writing it, or where it is off."""
+    here = tmp_path / "here"
+    archive = here / ".cache" / "jvm" / "spark-x.jsa"
+    monkeypatch.setattr(jvm_archive, "REPO", here)
+    monkeypatch.setattr(jvm_archive, "_archive", lambda: archive)
+    monkeypatch.setattr(jvm_archive, "_jcmd", lambda: Path("/usr/bin/jcmd"))
+    written: list[Path] = []
+    monkeypatch.setattr(jvm_archive, "write", lambda path: (written.append(path), path.write_bytes(b"classes")))
+    assert jvm_archive.ensure().startswith("jvm archive: .cache/jvm/spark-x.jsa written in ")
+    assert written == [archive]
+    assert jvm_archive.ensure() == "jvm archive: .cache/jvm/spark-x.jsa (there already)" and len(written) == 1
+    archive.unlink()
+    archive.with_suffix(".claim").touch()  # a session's writer has it
+    assert jvm_archive.ensure() == "jvm archive: another process is writing it" and len(written) == 1
+    monkeypatch.setenv(jvm_archive.SETTING, "off")
+    assert jvm_archive.ensure().startswith("jvm archive: none") and len(written) == 1

@@ -3,8 +3,9 @@ once per checkout and Spark build, then mapped by every later driver JVM, which 
 about 6 s sooner on this machine (19-23 s to 15 s, warm kernels). Executors and a cluster's daemons on
 this machine map it too (`mapped_options`): an executor starts on 8 s of CPU instead of 12-13 s.
 
-Java 17 cannot create the archive on demand. The first session that finds none (and claims the
-writing of it) starts without one and starts a process of its own beside it (`python -m
+Java 17 cannot create the archive on demand. `make venv` writes it once the venv is installed
+(`python -m harness.spark.jvm_archive`, about 35 s, `ensure`). Otherwise the first session that finds
+none (and claims the writing of it) starts without one and starts a process of its own beside it (`python -m
 harness.spark.jvm_archive`): a minimal local session whose JVM, once it has run a Python job, writes its
 classes (`jcmd VM.cds dynamic_dump`, about 35 s, once). The session's start waits for it (`finish`),
 so no timed phase shares the machine with it, and no measured JVM runs ready to dump. The archive is
@@ -168,5 +169,24 @@ def _claim(claim: Path) -> bool:
     return True
 
 
+def ensure() -> str:
+    """This checkout's archive written now, if it has none and no session is writing it: `make venv` runs
+    this once the venv is installed, so a clone's first session maps an archive instead of waiting for
+    its writer. Returns what it did, in a line."""
+    archive = _archive()
+    if os.environ.get(SETTING) == "off" or _jcmd() is None:
+        return "jvm archive: none (HARNESS_JVM_ARCHIVE=off or no jcmd)"
+    if archive.exists():
+        return f"jvm archive: {archive.relative_to(REPO)} (there already)"
+    if not _claim(archive.with_suffix(".claim")):
+        return "jvm archive: another process is writing it"
+    started = time.monotonic()
+    write(archive)
+    return f"jvm archive: {archive.relative_to(REPO)} written in {time.monotonic() - started:.0f} s"
+
+
 if __name__ == "__main__":
-    write(Path(sys.argv[1]))
+    if len(sys.argv) == 1:
+        print(ensure())
+    else:
+        write(Path(sys.argv[1]))
