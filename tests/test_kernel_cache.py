@@ -101,3 +101,22 @@ def test_a_cache_index_that_names_moved_code_is_told_from_other_errors():
     with pytest.raises(AttributeError) as fault:
         raise AttributeError("a plain fault in the warm-up")
     assert not warm._from_numba_cache(fault.value)
+
+
+ORACLE_CACHE = """
+import json
+from numba.core.registry import CPUDispatcher
+from harness.verify.oracles import native  # imports nothing else of the harness
+print(json.dumps(sorted({k._cache._cache_path for k in vars(native).values() if isinstance(k, CPUDispatcher)})))
+"""
+
+
+def test_a_process_this_one_starts_caches_its_kernels_here_too():
+    """An oracle's count runs in a spawned process that imports nothing of the harness: the locator's
+    setting, exported by this process, still keeps its kernels in the machine's cache, so a second clone
+    compiles the oracles no more than the implementations."""
+    assert os.environ[numba_cache.LOCATOR_SETTING].startswith("harness.core.numba_cache.ContentCacheLocator,")
+    done = subprocess.run([sys.executable, "-c", ORACLE_CACHE], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    folders = [Path(p) for p in json.loads(done.stdout.strip().splitlines()[-1])]
+    assert folders and all(f.parent == numba_cache.root() and f.name.startswith("harness.verify.oracles.native-") for f in folders)

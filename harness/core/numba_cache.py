@@ -127,13 +127,17 @@ def install() -> None:
     modules are imported: their decorators pick the locator)."""
     if ContentCacheLocator not in CacheImpl._locator_classes:
         CacheImpl._locator_classes.insert(0, ContentCacheLocator)
+    # The Python processes this one starts (an oracle's spawned count, which imports nothing of the
+    # harness) cache their kernels here too, not beside the sources of each checkout.
+    os.environ.setdefault(LOCATOR_SETTING, locator_setting(__name__))
 
 
-def locator_setting() -> str:
-    """NUMBA_CACHE_LOCATOR_CLASSES for a process of another checkout that cannot import this module
-    under its own name (the gate's baseline tree): this locator first, then numba's own."""
+def locator_setting(module: str | None = None) -> str:
+    """NUMBA_CACHE_LOCATOR_CLASSES: this locator, imported from `module`, first, then numba's own. By
+    default from `_SHIM`, for a process of another checkout that cannot import this module under its own
+    name (the gate's baseline tree)."""
     names = [c.__name__ for c in CacheImpl._locator_classes if c is not ContentCacheLocator]
-    return ",".join([f"{_SHIM}.ContentCacheLocator", *(f"numba.core.caching.{n}" for n in names)])
+    return ",".join([f"{module or _SHIM}.ContentCacheLocator", *(f"numba.core.caching.{n}" for n in names)])
 
 
 _SHIM = "harness_numba_cache"  # this file's name where `place_shim` copies it
