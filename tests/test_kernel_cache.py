@@ -119,4 +119,6 @@ def test_a_process_this_one_starts_caches_its_kernels_here_too():
     done = subprocess.run([sys.executable, "-c", ORACLE_CACHE], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     folders = [Path(p) for p in json.loads(done.stdout.strip().splitlines()[-1])]
-    assert folders and all(f.parent == numba_cache.root() and f.name.startswith("harness.verify.oracles.native-") for f in folders)
+    assert folders and all(
+        f.parent == numba_cache.root() and f.name.startswith("harness.verify.oracles.native-") for f in folders
+    )
