@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) harness/core/check_java.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
-	@$(PY) -m harness.spark.jvm_archive 2>/dev/null | grep '^jvm archive' || echo "jvm archive: not written now; the first session writes it"
+	@$(PY) -m harness.spark.jvm_archive 2>/dev/null | grep '^jvm archive' || echo "jvm archive: not written now; a later session writes it"
 	@touch $(STAMP)
 
 venv: $(STAMP)

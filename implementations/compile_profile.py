@@ -1,7 +1,7 @@
 """Where a cold warm-up's time goes: each kernel's compilations, their seconds (its own, without the
 kernels it calls), and for a kernel compiled more than once, the arguments whose types told the
-compilations apart (a literal constant, a read-only array). Into an empty numba cache of its own, in
-this one process, so nothing is loaded and the user's cache is not touched:
+compilations apart (a literal constant, a read-only array). In a process of its own whose numba cache
+is an empty folder, so nothing is loaded and the user's cache is not touched:
 
     python -m implementations.compile_profile bigjoin [one-level ...]
 
@@ -58,13 +58,14 @@ def report(wall_s: float, found: list[Compilation], top: int = 25) -> list[str]:
     by_kernel: dict[str, list[Compilation]] = defaultdict(list)
     for c in found:
         by_kernel[c.kernel].append(c)
-    ranked = sorted(by_kernel.items(), key=lambda kv: -sum(c.own_s for c in kv[1]))
-    lines = [f"wall {wall_s:.1f} s, {len(found)} compilations, {sum(c.own_s for c in found):.1f} s in all", ""]
-    lines += [f"{sum(c.own_s for c in cs):7.1f} s {len(cs):3d}x  {kernel}" for kernel, cs in ranked[:top]]
+    seconds = {kernel: sum(c.own_s for c in cs) for kernel, cs in by_kernel.items()}
+    ranked = sorted(by_kernel.items(), key=lambda kv: -seconds[kv[0]])
+    lines = [f"wall {wall_s:.1f} s, {len(found)} compilations, {sum(seconds.values()):.1f} s in all", ""]
+    lines += [f"{seconds[kernel]:7.1f} s {len(cs):3d}x  {kernel}" for kernel, cs in ranked[:top]]
     lines += ["", "kernels compiled more than once, and the arguments whose types differ:"]
     for kernel, cs in ranked:
         if len(cs) > 1 and len({len(c.argument_types) for c in cs}) == 1:
-            lines += [f"{sum(c.own_s for c in cs):7.1f} s  {kernel}", *_differences(cs)]
+            lines += [f"{seconds[kernel]:7.1f} s  {kernel}", *_differences(cs)]
     return lines
 
 
