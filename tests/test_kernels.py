@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
+from implementations.gj.arrays import as_readonly
 from implementations.gj.csr import (
     build_csr,
     dense_vertices,
@@ -229,3 +231,25 @@ def test_signed_merge_sums_the_signs_of_equal_codes(history, batch):
     for c, s in batch:
         want[c] = want.get(c, 0) + s
     assert codes.tolist() == sorted(want) and net.tolist() == [want[k] for k in sorted(want)]
+
+
+@njit
+def _total(values):
+    return values.sum()
+
+
+@njit
+def _total_of_both(writable, readonly):
+    return _total(as_readonly(writable)), _total(as_readonly(readonly))
+
+
+def test_a_read_only_view_makes_one_compilation_serve_writable_and_read_only_arrays():
+    """`as_readonly`, as the kernels hand candidates out of line: a kernel called with a writable and
+    with a read-only array through it compiles once, and reads the very same memory (no copy)."""
+    writable, readonly = np.arange(10), np.arange(5)
+    readonly.setflags(write=False)
+    assert _total_of_both(writable, readonly) == (45, 10)
+    assert len(_total.signatures) == 1 and not _total.signatures[0][0].mutable
+    writable[0] = 100
+    assert _total_of_both(writable, readonly) == (145, 10)
+    assert writable.flags.writeable  # the caller's array is untouched

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from implementations.gj.arrays import as_readonly
 from implementations.gj.blocks import (
     RELATION_MASK,
     block_entries,
@@ -231,11 +232,12 @@ def _static_narrow(lists, kind, k, cands, src, n, out, dst, store, work):
     One call site of the intersection for FORWARD and REVERSE: every extra copy inlined into a
     per-prefix loop cost it time (clique5, R-MAT 14)."""
     if kind == BOTH:
-        return _static_narrow_both(lists, k, cands, np.int64(src), np.int64(n), out, np.int64(dst), store, work)
+        return _static_narrow_both(lists, k, as_readonly(cands), np.int64(src), np.int64(n), out, np.int64(dst), store, work)
     row = 0 if kind == FORWARD else 1
     values = lists.forward if kind == FORWARD else lists.reverse
     a, b = _part(lists, row, values, k, 0, INT32_MAX)
-    return intersect(cands, src, src + n, values, a, b, out, dst, store, work)
+    src, dst = np.int64(src), np.int64(dst)
+    return intersect(as_readonly(cands), src, src + n, values, a, b, out, dst, store, work)
 
 
 @njit(cache=True, inline="always")
@@ -253,7 +255,7 @@ def _narrow_by(ix, kind, view, k, cands, src, n, out, dst, store, work):
         return _static_narrow(ix.lists, kind, k, cands, src, n, out, dst, store, work)
     if kind == BOTH:
         span = list_ranges(ix, view, kind, k, 0, INT32_MAX)
-        return narrow(ix, span, kind, k, cands, src, np.int64(n), out, dst, work, store)
+        return narrow(ix, span, kind, k, as_readonly(cands), np.int64(src), np.int64(n), out, np.int64(dst), work, store)
     return _narrow_changed(ix, kind, view, k, cands, src, n, out, dst, store, work)
 
 
@@ -277,7 +279,8 @@ def _changed_part(ix, kind, view, k, lo, hi):
 def _narrow_changed(ix, kind, view, k, cands, src, n, out, dst, store, work):
     """`_narrow_by` of a changed key's FORWARD or REVERSE list."""
     values, changed, sign, span = _changed_part(ix, kind, view, k, 0, INT32_MAX)
-    return _narrow_part(values, changed, sign, span, cands, src, n, out, dst, store, work)
+    src, n, dst = np.int64(src), np.int64(n), np.int64(dst)
+    return _narrow_part(values, changed, sign, span, as_readonly(cands), src, n, out, dst, store, work)
 
 
 @njit(cache=True)
@@ -327,6 +330,7 @@ def _narrow_local(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cand
             return kept, n
     # np.int64: a literal 0 passed out of line would compile the callee once more (and all it calls)
     src, n, dst = np.int64(src), np.int64(n), np.int64(dst)
+    local, cands = np.int64(local), as_readonly(cands)
     return _narrow_each(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work)
 
 
@@ -339,7 +343,8 @@ def _apply_local(
     kernels numba compiles without the anti-intersect (as a plain pattern's were before it)."""
     if look is None or local >> rel_count[level] == 0:
         return _narrow_local(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work)
-    return _narrow_and_subtract(ix, plan, level, prefix, i, local, cands, np.int64(src), np.int64(n), out, np.int64(dst), work)
+    src, n, dst = np.int64(src), np.int64(n), np.int64(dst)
+    return _narrow_and_subtract(ix, plan, level, prefix, i, np.int64(local), as_readonly(cands), src, n, out, dst, work)
 
 
 @njit(cache=True)
@@ -354,12 +359,14 @@ def _narrow_and_subtract(ix, plan, level, prefix, i, local, cands, src, n, out, 
     a = _lowest(anti)
     anti &= ~(1 << a)
     k = prefix[i, plan.anti_pos[level, a]]
+    written = as_readonly(out)  # narrowed in place: one compilation of `_subtract_by` for out and cands
     if positive:
+        stored = np.bool_(True)  # not the literal True: a literal compiles every callee once more
         kept, probes = _narrow_local(
-            ix, level, prefix, i, positive, plan.rel_kind, plan.rel_view, plan.rel_pos, cands, src, n, out, dst, True, work
+            ix, level, prefix, i, positive, plan.rel_kind, plan.rel_view, plan.rel_pos, cands, src, n, out, dst, stored, work
         )
         probes += kept
-        kept = _subtract_by(ix, plan.anti_kind[level, a], plan.anti_view[level, a], k, out, dst, kept, out, dst, work)
+        kept = _subtract_by(ix, plan.anti_kind[level, a], plan.anti_view[level, a], k, written, dst, kept, out, dst, work)
     else:
         probes = n
         kept = _subtract_by(ix, plan.anti_kind[level, a], plan.anti_view[level, a], k, cands, src, n, out, dst, work)
@@ -368,7 +375,7 @@ def _narrow_and_subtract(ix, plan, level, prefix, i, local, cands, src, n, out, 
         anti &= ~(1 << a)
         probes += kept
         k = prefix[i, plan.anti_pos[level, a]]
-        kept = _subtract_by(ix, plan.anti_kind[level, a], plan.anti_view[level, a], k, out, dst, kept, out, dst, work)
+        kept = _subtract_by(ix, plan.anti_kind[level, a], plan.anti_view[level, a], k, written, dst, kept, out, dst, work)
     return kept, probes
 
 
@@ -423,12 +430,12 @@ def _narrow_written(ix, plan, look, level, prefix, i, local, out, start, end, st
     as in `_apply_local`). Returns (kept, probes)."""
     if local == 0:
         return end - start, 0
+    # Plain int64s and a read-only view, whatever the caller's were: one compilation out of line.
+    local, written, start, n = np.int64(local), as_readonly(out), np.int64(start), np.int64(end - start)
     if look is not None and local >> plan.rel_count[level]:
-        return _narrow_and_subtract(
-            ix, plan, level, prefix, i, local, out, np.int64(start), np.int64(end - start), out, np.int64(start), work
-        )
+        return _narrow_and_subtract(ix, plan, level, prefix, i, local, written, start, n, out, start, work)
     return _narrow_each(
-        ix, level, prefix, i, local, plan.rel_kind, plan.rel_view, plan.rel_pos, out, start, end - start, out, start, store, work
+        ix, level, prefix, i, local, plan.rel_kind, plan.rel_view, plan.rel_pos, written, start, n, out, start, store, work
     )
 
 

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from implementations.gj.arrays import as_readonly
 from implementations.gj.constants import FORWARD, INT32_MAX, REVERSE
 from implementations.gj.csr import contains, gallop, intersect, lower_bound
 from implementations.gj.keys import owner
@@ -451,9 +452,9 @@ def intersect_items(p, workers, ix, level, prefix, mask, lengths, values, out, r
                 span = list_ranges(ix, rel_view[level, r], rel_kind[level, r], k, 0, INT32_MAX)
                 probes += kept
                 if local == 0:
-                    kept = narrow(ix, span, rel_kind[level, r], k, values, read, kept, out, write, work)
+                    kept = narrow(ix, span, rel_kind[level, r], k, as_readonly(values), read, kept, out, write, work)
                 else:
-                    kept = narrow(ix, span, rel_kind[level, r], k, out, write, kept, out, write, work)
+                    kept = narrow(ix, span, rel_kind[level, r], k, as_readonly(out), write, kept, out, write, work)
                 local |= 1 << r
         if local == 0:  # no local relation: the candidates move unchanged
             for t in range(n):
