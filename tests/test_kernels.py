@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from implementations.gj.arrays import as_readonly
 from implementations.gj.csr import (
     build_csr,
     dense_vertices,
@@ -24,6 +23,7 @@ from implementations.gj.csr import (
     lower_bound,
     vertex_ranks,
 )
+from implementations.gj.views import as_readonly
 
 STRATEGIES = {"merge": intersect_merge, "gallop": intersect_gallop, "adaptive": intersect}
 INT64 = st.integers(-(2**63), 2**63 - 1)

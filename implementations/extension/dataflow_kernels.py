@@ -15,7 +15,6 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from implementations.gj.arrays import as_readonly
 from implementations.gj.blocks import (
     RELATION_MASK,
     block_entries,
@@ -45,6 +44,7 @@ from implementations.gj.extension_kernels import (
     value_bounds,
 )
 from implementations.gj.keys import owner
+from implementations.gj.views import as_readonly
 
 FAN_OUT = -2  # count_rows' destination for a prefix proposing from a split list: `fan_out`
 

@@ -23,10 +23,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from implementations.gj.arrays import as_readonly
 from implementations.gj.constants import FORWARD, INT32_MAX, REVERSE
 from implementations.gj.csr import contains, gallop, intersect, lower_bound
 from implementations.gj.keys import owner
+from implementations.gj.views import as_readonly
 
 
 class Lists(NamedTuple):
