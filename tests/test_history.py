@@ -10,6 +10,7 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+import pytest
 
 from harness.spark import history
 from harness.spark.cluster import free_port
@@ -35,6 +36,9 @@ def test_prune_drops_the_oldest_logs_down_to_the_cap_and_keeps_the_newest(tmp_pa
     assert [p.name for p in tmp_path.iterdir()] == ["app-3.zstd"]  # the newest stays, whatever its size
 
 
+# A minute (a run's process, then the History Server's JVM), so CI runs it in make test-thorough. make test checks
+# that a record names its event log (test_runner's test_live_status_follows_a_bigjoin_run_...) and the cap (above).
+@pytest.mark.thorough
 def test_a_run_names_its_event_log_and_the_history_server_shows_it(tmp_path):
     logs = tmp_path / "eventlogs"
     env = dict(os.environ, COLUMNS="200", HARNESS_EVENTLOG_DIR=str(logs))

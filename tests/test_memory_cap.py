@@ -142,6 +142,7 @@ def assert_mem(record: dict, cap: str, phases: tuple[str, ...]) -> None:
 
 
 @needs_cgroup
+@pytest.mark.thorough  # a capped cluster's start, about 30 s: CI runs it in make test-thorough, beside the cluster ones
 def test_too_small_a_cap_ends_MEM_in_start_up_expected_by_the_workload(tmp_path):
     proc, by = capped_bench(
         tmp_path,
