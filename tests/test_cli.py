@@ -96,7 +96,9 @@ def test_bench_runs_a_workload_end_to_end_with_every_column_and_the_jvm_s_chatte
     assert "WARNING: Using incubator modules" in proc.stderr  # --verbose; the JVM's own: log4j cannot silence it
 
 
-@pytest.mark.thorough  # about 50 s (an 8 s timeout, then shares' clique5): CI runs it in make test-thorough
+# About 50 s (an 8 s timeout, then shares' clique5), so CI runs it in make test-thorough; make test keeps an
+# expected timeout's TIM in one process (test_runner's test_implementation_timeout_is_TIM_and_session_survives).
+@pytest.mark.thorough
 def test_a_contest_with_an_expected_timeout_prints_no_worker_tracebacks(tmp_path):
     """BiGJoin-S timing out on clique5 (the clique5 contest's case) has its Python tasks cancelled
     mid-write. pyspark's own daemon printed a BrokenPipeError traceback for such a worker into the

@@ -107,7 +107,7 @@ def clustered_graph(tmp_path_factory):
     return str(path)
 
 
-# bigjoin-s-paper's full count takes about 45 s here: CI runs it in make test-thorough.
+# bigjoin-s-paper's full count takes about 45 s here, so CI runs it in make test-thorough; make test keeps the others'.
 @pytest.mark.parametrize(
     "impl", [i if i != "bigjoin-s-paper" else pytest.param(i, marks=pytest.mark.thorough) for i in sorted(EARLY)]
 )

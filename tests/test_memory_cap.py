@@ -142,7 +142,9 @@ def assert_mem(record: dict, cap: str, phases: tuple[str, ...]) -> None:
 
 
 @needs_cgroup
-@pytest.mark.thorough  # a capped cluster's start, about 30 s: CI runs it in make test-thorough, beside the cluster ones
+# A capped cluster's start, about 30 s, so CI runs it in make test-thorough; make test keeps the workers' restart
+# rule (test_a_run_on_capped_workers_starts_without_the_python_workers_the_last_one_left).
+@pytest.mark.thorough
 def test_too_small_a_cap_ends_MEM_in_start_up_expected_by_the_workload(tmp_path):
     proc, by = capped_bench(
         tmp_path,
