@@ -4,7 +4,10 @@ This tree is checked out as a commit of its own (`git stash create`: the tracked
 a baseline is recorded there from the clean checkout, and then that checkout's local-gj is patched to
 run its join twice: a 2x slower query, in code, not a sleep or a mock. `gate` then reruns the
 baseline's commit beside the patched checkout, alternating processes, and must fail on query_s alone;
-so must `gate --against COMMIT`, which records no baseline.
+so must `gate --against COMMIT`, which records no baseline. `--against` reaches the same `run_paired`
+with the commit and workload its command line names; it is held to the records this test's paired
+gate just made (old and new, real processes), so its own part (the commit resolved, the baseline made
+from the old side's runs, the comparison) is checked without six more sessions.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import cli
 from harness.bench import gate
 from harness.data.datasets import shared_root
 from harness.spark import jvm_archive
@@ -61,7 +65,7 @@ def checkout(tmp_path):
     _git("worktree", "remove", "--force", str(tree))
 
 
-def test_paired_gate_catches_a_join_made_twice_as_slow(checkout, tmp_path):
+def test_paired_gate_catches_a_join_made_twice_as_slow(checkout, tmp_path, monkeypatch, capsys):
     tree, commit = checkout
     workload = tmp_path / "paired-slowdown.yaml"
     workload.write_text(WORKLOAD)
@@ -93,12 +97,18 @@ def test_paired_gate_catches_a_join_made_twice_as_slow(checkout, tmp_path):
     assert old_runs == ["old-t0", "old-t1", "old-t2"]
     assert all(json.loads(p.read_text())["git"]["commit"] == commit for p in (out_dir / "old-t0").glob("*.json"))
 
-    # No baseline at all: the commit named on the command line, rerun beside the patched tree.
-    against_dir = tmp_path / "against-runs"
-    done = _harness(
-        tree, "gate", "--against", commit, "--workload", str(workload), "--trials", "3", "--results", str(against_dir)
-    )
-    assert done.returncode == gate.REGRESSION, done.stdout[-3000:] + done.stderr[-2000:]
-    report = json.loads((against_dir / "gate.json").read_text())
+    # No baseline at all: the commit named on the command line; its paired runs are the ones just made.
+    asked = []
+
+    def the_runs_just_made(baseline, trials, out_dir, master, log):
+        asked.append((baseline, trials, out_dir))
+        return tuple([r for d in sorted(out_dir.glob(f"{side}-t*")) for r in gate.read_records(d)] for side in ("old", "new"))
+
+    monkeypatch.setattr(gate, "run_paired", the_runs_just_made)
+    code = cli.main(["gate", "--against", commit[:10], "--workload", str(workload), "--trials", "3", "--results", str(out_dir)])
+    assert asked == [({"git": {"commit": commit}, "workload": str(workload), "tier": None}, 3, out_dir)]
+    assert code == gate.REGRESSION, capsys.readouterr().out[-3000:]
+    report = json.loads((out_dir / "gate.json").read_text())
+    assert report["paired"] is True and report["timing"] == "binding" and report["baseline"] == f"--against {commit[:10]}"
     flagged = {f["what"]: f for f in report["findings"] if f["verdict"] != "ok"}
     assert set(flagged) == {"query_s"} and flagged["query_s"]["new"] / flagged["query_s"]["old"] > 1.6, flagged
