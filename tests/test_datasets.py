@@ -1,6 +1,7 @@
 """Edge-file parsing, canonicalisation counts, the Parquet cache and the R-MAT generator."""
 
 import gzip
+import shutil
 
 import pytest
 from pyspark.sql import functions as F
@@ -48,6 +49,25 @@ def test_gzip_and_cache(spark, tmp_path):
     assert first.sha256 == again.sha256 and first.sha256_of == "file"
     directed = datasets.load(spark, datasets.resolve(str(path)), "directed")
     assert directed.path != first.path  # the cache is keyed by semantics too
+
+
+def test_a_cached_copy_whose_edges_changed_is_refused(spark, tmp_path):
+    """The job that fills Spark's cache checks the files against meta.json: the count, and the fingerprint
+    (an edge swapped for another, the count unchanged)."""
+    path = tmp_path / "swapped.txt"
+    path.write_text("1 2\n2 3\n3 4\n")
+    graph = datasets.load(spark, datasets.resolve(str(path)), "undirected")
+    assert graph.fingerprint == f"3:{sum(r.h for r in graph.df.select(F.xxhash64('src', 'dst').alias('h')).collect())}"
+    files = graph.path / "edges.parquet"
+    swapped = spark.createDataFrame([(1, 2), (2, 3), (3, 5)], "src bigint, dst bigint")
+    swapped.coalesce(1).write.mode("overwrite").parquet(str(tmp_path / "swapped.parquet"))
+    graph.df.unpersist()  # else the next load's plan reads Spark's cached copy, not the files
+    shutil.rmtree(files)
+    shutil.copytree(tmp_path / "swapped.parquet", files)
+    with pytest.raises(DataError, match=r"its edges' fingerprint is 3:-?\d+, metadata says 3:"):
+        datasets.load(spark, datasets.resolve(str(path)), "undirected")
+    shutil.rmtree(graph.path)  # the next load rebuilds it
+    assert datasets.load(spark, datasets.resolve(str(path)), "undirected").fingerprint == graph.fingerprint
 
 
 def test_lg_format_gzip_without_gz_suffix(spark, tmp_path):

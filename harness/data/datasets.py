@@ -315,36 +315,63 @@ class Graph:
 
 def canonicalize(raw: DataFrame, semantics: str) -> tuple[DataFrame, dict]:
     """Reduce raw (src, dst) rows to the canonical relation; count every row each step removes.
-    Returns the relation and {vertices, edges, cleaning}."""
-    stats = raw.agg(
-        F.count(F.lit(1)).alias("raw"),
-        F.sum(F.when(F.col("src") == F.col("dst"), 1).otherwise(0)).alias("loops"),
-    ).first()
-    assert stats is not None  # an aggregate without grouping has exactly one row
-    raw_rows, loops = stats["raw"], stats["loops"] or 0
+    Returns the relation and {vertices, edges, cleaning, fingerprint}: two passes over `raw` (the
+    counts in one grouping by canonical pair, the vertices in another), however small the graph."""
+    counts = _pair_counts(raw, semantics)
+    raw_rows, loops = counts["raw"] or 0, counts["loops"] or 0
     vertices = raw.select(F.col("src").alias("v")).union(raw.select(F.col("dst").alias("v"))).distinct().count()
     if semantics == "directed":
         canonical = raw.distinct()
-        edges = canonical.count()
+        edges = counts["pairs"]
         cleaning = {"input_rows": raw_rows, "duplicates_dropped": raw_rows - edges, "self_loops_kept": loops}
     else:
         non_loop = raw.filter(F.col("src") != F.col("dst"))
-        directed_distinct = non_loop.distinct().count()
+        directed_distinct = counts["directed_pairs"] or 0
         canonical = non_loop.select(F.least("src", "dst").alias("src"), F.greatest("src", "dst").alias("dst")).distinct()
-        edges = canonical.count()
+        edges = counts["pairs"] - counts["loop_pairs"]
         cleaning = {
             "input_rows": raw_rows,
             "self_loops_dropped": loops,
             "duplicates_dropped": raw_rows - loops - directed_distinct,
             "reverse_pairs_merged": directed_distinct - edges,
         }
-    return canonical, {"vertices": vertices, "edges": edges, "cleaning": cleaning}
+    fingerprint = f"{edges}:{counts['hash'] or 0}"  # _fingerprint's, of the rows `canonical` holds
+    return canonical, {"vertices": vertices, "edges": edges, "cleaning": cleaning, "fingerprint": fingerprint}
 
 
-def _fingerprint(df: DataFrame) -> str:
+def _pair_counts(raw: DataFrame, semantics: str):
+    """One job: raw rows, self-loop rows, distinct pairs (directed: (src, dst); undirected: {src, dst}),
+    those that are loops, distinct directed non-loop pairs, and the sum of the kept pairs' hashes."""
+    if semantics == "directed":
+        lo, hi, forward = F.col("src"), F.col("dst"), F.lit(True)
+    else:
+        lo, hi, forward = F.least("src", "dst"), F.greatest("src", "dst"), F.col("src") <= F.col("dst")
+    pairs = (
+        raw.select(lo.alias("lo"), hi.alias("hi"), forward.alias("forward"))
+        .groupBy("lo", "hi")
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            (F.max(F.col("forward").cast("int")) + F.max((~F.col("forward")).cast("int"))).alias("orientations"),
+        )
+    )
+    loop, kept = F.col("lo") == F.col("hi"), F.lit(semantics == "directed") | (F.col("lo") != F.col("hi"))
+    row = pairs.agg(
+        F.sum("rows").alias("raw"),
+        F.sum(F.when(loop, F.col("rows"))).alias("loops"),
+        F.count(F.lit(1)).alias("pairs"),
+        F.count(F.when(loop, 1)).alias("loop_pairs"),
+        F.sum(F.when(~loop, F.col("orientations"))).alias("directed_pairs"),
+        F.sum(F.when(kept, F.xxhash64("lo", "hi").cast("decimal(38,0)"))).alias("hash"),
+    ).first()
+    assert row is not None  # an aggregate without grouping has exactly one row
+    return row
+
+
+def _fingerprint(df: DataFrame) -> tuple[int, str]:
+    """(rows, fingerprint): the row count and the sum of the rows' hashes, in one job."""
     row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.xxhash64("src", "dst").cast("decimal(38,0)")).alias("h")).first()
     assert row is not None  # an aggregate without grouping has exactly one row
-    return f"{row['n']}:{row['h'] or 0}"
+    return row["n"], f"{row['n']}:{row['h'] or 0}"
 
 
 def _degree_stats(df: DataFrame) -> dict:
@@ -450,15 +477,18 @@ def _materialize(spark: SparkSession, key_material: str, semantics: str, build_r
             canonical.coalesce(files).write.parquet(str(tmp / "edges.parquet"))
             raw.unpersist()
             written = spark.read.parquet(str(tmp / "edges.parquet"))
-            info = dict(meta, **summary, fingerprint=_fingerprint(written), degrees=_degree_stats(written))
+            info = dict(meta, **summary, degrees=_degree_stats(written))
             (tmp / "meta.json").write_text(json.dumps(info, indent=1))
 
         _write_atomic(target, write)
     info = json.loads((target / "meta.json").read_text())
     df = spark.read.parquet(str(target / "edges.parquet")).repartition(partitions).persist()
-    count = df.count()
-    if count != info["edges"]:
-        raise DataError(f"cache {target}: holds {count} edges, metadata says {info['edges']}; delete it and rerun")
+    count, fingerprint = _fingerprint(df)  # the job that fills Spark's cache checks the files against their metadata
+    if (count, fingerprint) != (info["edges"], info["fingerprint"]):
+        df.unpersist()  # else a rebuilt copy's read would be served these rows from Spark's cache
+        found = f"holds {count} edges" if count != info["edges"] else f"its edges' fingerprint is {fingerprint}"
+        said = info["edges"] if count != info["edges"] else info["fingerprint"]
+        raise DataError(f"cache {target}: {found}, metadata says {said}; delete it and rerun")
     return Graph(
         name=info["name"],
         source=info["source"],
