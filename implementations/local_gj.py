@@ -638,6 +638,50 @@ def slice_end(estimate: np.ndarray, lo: int, work: float) -> int:
     return min(n, max(lo + 1, int(np.searchsorted(estimate, estimate[lo] + work, side="right")) - 1))
 
 
+class RankedIndex(NamedTuple):
+    """local-gj's index of a graph: its vertices ranked (by degree and id, undirected), and the CSR
+    lists of each kind (FORWARD, REVERSE, BOTH) a plan reads, by rank."""
+
+    ids: np.ndarray  # rank -> vertex id
+    degree: np.ndarray  # by rank
+    loops: np.ndarray  # the ranks with a self-loop, sorted (as admissible looks them up)
+    offsets: np.ndarray  # (3, n + 1)
+    values: np.ndarray  # (3, the longest kind's entries)
+
+
+def used_kinds(plan: ExtensionPlan) -> set[int]:
+    """The kinds of lists the plan's relations and anti-relations read (a triangle reads FORWARD alone)."""
+    p = plan
+    return {int(k) for j in range(p.m) for k in (*p.rel_kind[j, : p.rel_count[j]], *p.anti_kind[j, : p.anti_count[j]])}
+
+
+def ranked_index(src: np.ndarray, dst: np.ndarray, undirected: bool, used: set[int]) -> RankedIndex:
+    """The index of the edges (src, dst): dense ranks, and the lists of the `used` kinds, each built by
+    counting sorts (the others empty)."""
+    s, d, ids = dense_vertices(src, dst)
+    n = len(ids)
+    degree = np.bincount(s, minlength=n) + np.bincount(d, minlength=n)
+    rank = vertex_ranks(ids, degree if undirected else None)
+    by_rank = np.empty(n, dtype=np.int64)
+    by_rank[rank] = ids
+    degree[rank] = degree.copy()
+    s, d = rank[s], rank[d]
+    loops = np.unique(s[s == d])
+    if undirected:  # FORWARD lower rank -> higher, REVERSE back, BOTH every neighbour
+        s, d = np.minimum(s, d), np.maximum(s, d)
+    keys: dict[int, tuple[np.ndarray, np.ndarray]] = {
+        0: (s, d),
+        1: (d, s),
+        2: (np.concatenate([s, d]), np.concatenate([d, s])) if undirected else (s, d),
+    }
+    indices = [build_csr(*keys[k], n) if k in used else (np.zeros(n + 1, np.int64), np.zeros(0, np.int64)) for k in range(3)]
+    offsets = np.stack([o for o, _ in indices])
+    values = np.zeros((3, max(1, max(len(v) for _, v in indices))), dtype=np.int64)
+    for i, (_, v) in enumerate(indices):
+        values[i, : len(v)] = v
+    return RankedIndex(by_rank, degree, loops, offsets, values)
+
+
 def _parquet_writer(path: str, spec) -> pq.ParquetWriter:
     os.makedirs(path, exist_ok=True)
     return pq.ParquetWriter(os.path.join(path, "part-00000.parquet"), match_files.schema(spec))
@@ -656,32 +700,11 @@ class LocalGenericJoin(Implementation):
     def prepare(self) -> None:
         self.plan = ExtensionPlan.from_spec(self.ctx.spec)
         self.plan.require_connected_order(self.ctx.spec)  # every position after the first is proposed by a relation
-        p = self.plan
-        used = {int(k) for j in range(p.m) for k in (*p.rel_kind[j, : p.rel_count[j]], *p.anti_kind[j, : p.anti_count[j]])}
-        s, d, ids = dense_vertices(*self.ctx.graph.edge_arrays())
-        n = len(ids)
         undirected = self.ctx.spec.semantics == "undirected"
-        self.degree = np.bincount(s, minlength=n) + np.bincount(d, minlength=n)
-        rank = vertex_ranks(ids, self.degree if undirected else None)
-        self.ids = np.empty(n, dtype=np.int64)
-        self.ids[rank] = ids
-        self.degree[rank] = self.degree.copy()
-        s, d = rank[s], rank[d]
-        self.loops = np.unique(s[s == d])  # sorted, as admissible looks them up
-        if undirected:  # FORWARD lower rank -> higher, REVERSE back, BOTH every neighbour
-            s, d = np.minimum(s, d), np.maximum(s, d)
-        keys: dict[int, tuple[np.ndarray, np.ndarray]] = {
-            0: (s, d),
-            1: (d, s),
-            2: (np.concatenate([s, d]), np.concatenate([d, s])) if undirected else (s, d),
-        }
-        # Only the lists the plan reads (a triangle reads FORWARD alone), each built by counting sorts.
-        indices = [build_csr(*keys[k], n) if k in used else (np.zeros(n + 1, np.int64), np.zeros(0, np.int64)) for k in range(3)]
-        self.offsets = np.stack([o for o, _ in indices])
-        self.values = np.zeros((3, max(1, max(len(v) for _, v in indices))), dtype=np.int64)
-        for i, (_, v) in enumerate(indices):
-            self.values[i, : len(v)] = v
-        self.n = n
+        src, dst = self.ctx.graph.edge_arrays()
+        index = ranked_index(src, dst, undirected, used_kinds(self.plan))
+        self.ids, self.degree, self.loops, self.offsets, self.values = index
+        self.n = len(index.ids)
         if self.ctx.spec.query.labels:  # each rank's label, for generic_join's per-candidate test
             self.plan.rank_labels(self.ids, *self.ctx.graph.label_arrays())
 
