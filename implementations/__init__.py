@@ -15,6 +15,7 @@ from implementations.binary import BinaryJoin
 from implementations.delta_bigjoin import DeltaBiGJoin
 from implementations.local_gj import LocalGenericJoin
 from implementations.nested_loop import NestedLoop
+from implementations.replicated import Replicated
 from implementations.shares import Shares
 
 REGISTRY: dict[str, type[Implementation]] = {
@@ -26,6 +27,7 @@ REGISTRY: dict[str, type[Implementation]] = {
         BiGJoinS,
         DeltaBiGJoin,
         Shares,
+        Replicated,
         BinaryJoin,
         BiGJoinSPaper,
         NestedLoop,

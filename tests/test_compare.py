@@ -37,8 +37,9 @@ def test_triangle_every_system_agrees_with_networkx(spark, tmp_path, capsys):
         label for name in implementations.REGISTRY for label in ((f"{name} W=1", f"{name} W=2") if name == "bigjoin" else (name,))
     ]
     assert labels == ["native", *project, "duckdb", "kuzu", "networkx", "graphblas", "graphx", "published"]
-    assert project[:8] == [
-        "local-gj", "bigjoin W=1", "bigjoin W=2", "bigjoin-carry", "bigjoin-s", "delta-bigjoin", "shares", "binary"
+    assert project[:9] == [
+        "local-gj", "bigjoin W=1", "bigjoin W=2", "bigjoin-carry", "bigjoin-s", "delta-bigjoin", "shares", "replicated",
+        "binary",
     ]  # fmt: skip
     rows = {r["label"]: r for r in record["rows"]}
     assert rows.pop("published")["status"] == "SKIP"  # a generated graph has no published count

@@ -37,6 +37,7 @@ EXAMPLES = {
     "bigjoin-s": 3,
     "bigjoin-s-paper": 2,
     "delta-bigjoin": 2,
+    "replicated": 4,
 }
 THOROUGH = os.environ.get("HARNESS_HYPOTHESIS") == "thorough"
 # The rest: 50. tests/test_delta.py has more for delta; tests/test_dataflow.py runs bigjoin-carry in-process.
@@ -121,6 +122,7 @@ LEFT_TO_THOROUGH = {
     "bigjoin-s-paper": _EVERY_FIXED,
     "shares": _EVERY_FIXED,
     "delta-bigjoin": _EVERY_FIXED,
+    "replicated": _EVERY_FIXED - {("k5-plus", "undirected"), ("random-directed", "directed")},
 }
 FIXED_CASES = [
     (impl, semantics, graph)

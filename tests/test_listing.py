@@ -89,11 +89,12 @@ def test_written_matches_of_a_directed_pattern_are_the_join_result(runner, small
 
 # What shows an early stop: local-gj examines fewer candidates; the BiGJoin dataflow (B' pinned, so the
 # count takes about 20 batches) runs fewer Spark jobs; each Shares cell stops after its first slice
-# that finds a match; bigjoin-s-paper (B' pinned) too runs fewer jobs. bigjoin-s and bigjoin-carry stop in the same driver loop as bigjoin (`BiGJoin._schedule`).
+# that finds a match, and so does each of replicated's ranges; bigjoin-s-paper (B' pinned) too runs fewer jobs. bigjoin-s and bigjoin-carry stop in the same driver loop as bigjoin (`BiGJoin._schedule`).
 EARLY = {
     "local-gj": ({}, "candidates"),
     "bigjoin": ({"batch": 50_000}, "spark_jobs"),
     "shares": ({}, "local_work"),
+    "replicated": ({}, "candidates"),
     "bigjoin-s-paper": ({"batch": 50_000}, "spark_jobs"),
 }
 

@@ -2,6 +2,7 @@
 
 - BiGJoin family: its index share plus the prefixes it holds in flight at its B' (§3.3);
 - Shares: the tuples its cell receives (Appendix F);
+- replicated: the whole graph's index, on every worker;
 - binary: its largest intermediate result, spread over the W workers.
 
 Measured is the largest resident sample of a worker's cgroup (memory_cap.Cgroup.resident); `idle` is
@@ -28,6 +29,8 @@ def predict(record: RunRecord) -> Prediction | None:
     if index.get("bytes_per_worker") and "peak_bytes_in_flight_per_worker" in logical:
         held = max(index["bytes_per_worker"]) + logical["peak_bytes_in_flight_per_worker"]
         return Prediction(held, "index share + prefixes in flight at B'")
+    if "replicated_index_bytes" in logical:
+        return Prediction(logical["replicated_index_bytes"], "the whole graph's index on every worker")
     if "max_cell_load" in logical:
         return Prediction(logical["max_cell_load"] * TUPLE_BYTES, "the tuples its cell receives")
     if "largest_intermediate_bytes" in logical:
