@@ -158,7 +158,7 @@ def test_which_implementations_count_labelled_patterns():
     """BiGJoin's variants opt in one by one (their own kernels may not filter labels): now all of them."""
     assert LABEL_IMPLEMENTATIONS == [
         "bigjoin", "bigjoin-carry", "bigjoin-s", "bigjoin-s-paper", "binary", "delta-bigjoin", "local-gj", "nested-loop",
-        "shares",
+        "replicated", "shares",
     ]  # fmt: skip
 
 
