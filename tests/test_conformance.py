@@ -41,7 +41,8 @@ EXAMPLES = {
 }
 THOROUGH = os.environ.get("HARNESS_HYPOTHESIS") == "thorough"
 # The rest: 50. tests/test_delta.py has more for delta; tests/test_dataflow.py runs bigjoin-carry in-process.
-THOROUGH_EXAMPLES = {"delta-bigjoin": 20, "bigjoin-carry": 25, "bigjoin-s-paper": 15}
+# replicated runs local-gj's search (50 of its own) over ranges: 20 each for what it adds (ranges, mapped index).
+THOROUGH_EXAMPLES = {"delta-bigjoin": 20, "bigjoin-carry": 25, "bigjoin-s-paper": 15, "replicated": 20}
 MAX_VERTICES, MAX_ROWS = (60, 150) if THOROUGH else (12, 45)
 
 
@@ -178,7 +179,7 @@ EXTENDED = [
 ]
 # Delta-BiGJoin's static count is its insert-everything self-check (seconds per example): it meets anti-edges and
 # induced patterns under real update streams in tests/test_delta.py (20 sequences, half of them anti/induced).
-EXTENDED_EXAMPLES = {"delta-bigjoin": 20}
+EXTENDED_EXAMPLES = {"delta-bigjoin": 20, "replicated": 20}
 
 
 @pytest.mark.thorough  # `make test` meets anti-edges and labels in half of test_random_graphs_and_patterns
