@@ -2,10 +2,10 @@
 one (the paper's "naive parallelization"; GraphWCOJ/EdgeFrame). One Spark task reads the canonical
 edges from their Parquet files and builds local-gj's index (degree-ranked CSR lists) into the store,
 never through the driver; the query's tasks each memory-map that one copy (one per host) and run
-local-gj's Generic Join over a range of first vertices. The ranges are cut by estimated work (1 +
-degree² a vertex, as local-gj's slices) and are many more than the workers, so an idle worker pulls the
-next one as Spark schedules tasks and a hub's range does not hold up the rest. Its memory model is the
-whole index on every worker."""
+local-gj's Generic Join over a range of first vertices. The ranges are cut by estimated work (1 + d²
+a vertex, d the length of its list that proposes the second position) and are many more than the
+workers, so an idle worker pulls the next one as Spark schedules tasks and a hub's range does not hold
+up the rest. Its memory model is the whole index on every worker."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from harness.core import store
 from harness.core.query import in_query_order
+from harness.data.datasets import read_edge_arrays
 from implementations import local_gj
 from implementations.base import Implementation, Listed, Outcome
 from implementations.gj import match_files
@@ -67,7 +67,7 @@ class Replicated(Implementation):
         self.plan = ExtensionPlan.from_spec(spec)
         self.plan.require_connected_order(spec)
         graph = self.ctx.graph
-        edges = str(graph.relation or graph.path / "edges.parquet")
+        edges = str(graph.edges_location())
         labels = str(graph.labels_path) if spec.query.labels else None
         pieces = RANGES_PER_WORKER * self.ctx.workers
         build = _index_builder(edges, labels, spec.semantics == "undirected", self.plan, str(new_root("replicated")), pieces)
@@ -121,7 +121,7 @@ class Replicated(Implementation):
             "index_vertices": self.index.vertices,
             "replicated_index_bytes": self.index.bytes,  # on every worker: the model's bytes per worker
         }
-        return Outcome(count=sum(r.found for r in ranges), counters=counters, metrics={"index_bytes": self.index.bytes})
+        return Outcome(count=sum(r.found for r in ranges), counters=counters)
 
 
 def _index_builder(edges: str, labels: str | None, undirected: bool, plan: ExtensionPlan, root: str, pieces: int):
@@ -130,8 +130,7 @@ def _index_builder(edges: str, labels: str | None, undirected: bool, plan: Exten
     StoredIndex, its ranges cut into at most `pieces` by estimated work."""
 
     def build(_):
-        table = pq.read_table(edges, columns=["src", "dst"])
-        src, dst = (table.column(c).to_numpy().astype(np.int64, copy=False) for c in ("src", "dst"))
+        src, dst = read_edge_arrays(edges)
         index = local_gj.ranked_index(src, dst, undirected, local_gj.used_kinds(plan))
         vertex_label = np.full(len(index.ids), -1, np.int64)
         if labels is not None:
@@ -180,8 +179,11 @@ def _range_search(root: str, plan: ExtensionPlan, keep: int, listing: RangeListi
     counting and keeping the first `keep` matches, or (`listing`) listing them slice by slice."""
 
     def search(iterator):
-        index = local_gj.SearchIndex(*(_mapped_writable(f"{root}/{name}.npy") for name in ("offsets", "values", "loops")))
-        vertex_label = _mapped_writable(f"{root}/vertex_label.npy")
+        # Copy-on-write: typed as local-gj's own arrays, so its warm kernels serve.
+        index = local_gj.SearchIndex(
+            *(mapped(f"{root}/{name}.npy", copy_on_write=True) for name in ("offsets", "values", "loops"))
+        )
+        vertex_label = mapped(f"{root}/vertex_label.npy", copy_on_write=True)
         search_plan = local_gj.SearchPlan.of(plan)
         anti = local_gj.AntiRelations.of(plan.anti_count, plan.anti_pos, plan.anti_kind)
         labels = local_gj.Labels(plan.label, vertex_label) if (plan.label >= 0).any() else None
@@ -204,16 +206,6 @@ def _range_search(root: str, plan: ExtensionPlan, keep: int, listing: RangeListi
             yield RangeResult(piece, int(found), int(work[0]), int(work[1]), seconds, matches, attempt)
 
     return search
-
-
-def _mapped_writable(stored: str) -> np.ndarray:
-    """This host's copy of a store file mapped copy-on-write: pages shared with every process that maps
-    it (nothing writes them), typed as local-gj's own arrays are, so its warm kernels serve."""
-    path = store.local_copy(stored)
-    try:
-        return np.asarray(np.load(path, mmap_mode="c"))
-    except ValueError:  # numpy cannot map an empty array
-        return np.load(path)
 
 
 def _list_range(kernel, listing: RangeListing, piece: int, lo: int, hi: int, m: int, work) -> tuple[int, int]:

@@ -268,15 +268,15 @@ class Graph:
     def edge_arrays_read(self) -> bool:
         return self._edge_arrays is not None
 
+    def edges_location(self) -> Path:
+        """The canonical relation's Parquet files (a directory)."""
+        return self.relation or self.path / "edges.parquet"
+
     def edge_arrays(self):
         """(src, dst) int64 numpy arrays of the canonical relation, read from its Parquet files on
         the driver once per Graph: the load of implementations that compute on the driver."""
         if self._edge_arrays is None:
-            import numpy as np
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(self.relation or self.path / "edges.parquet", columns=["src", "dst"])
-            self._edge_arrays = tuple(table.column(c).to_numpy().astype(np.int64, copy=False) for c in ("src", "dst"))
+            self._edge_arrays = read_edge_arrays(self.edges_location())
         return self._edge_arrays
 
     def label_arrays(self) -> labels.LabelArrays:
@@ -311,6 +311,15 @@ class Graph:
 
     def parquet_glob(self) -> str:
         return str(self.path / "edges.parquet" / "*.parquet")
+
+
+def read_edge_arrays(location: str | Path) -> tuple:
+    """(src, dst) int64 numpy arrays of a canonical relation's Parquet files, read in this process."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(location, columns=["src", "dst"])
+    return tuple(table.column(c).to_numpy().astype(np.int64, copy=False) for c in ("src", "dst"))
 
 
 def canonicalize(raw: DataFrame, semantics: str) -> tuple[DataFrame, dict]:
