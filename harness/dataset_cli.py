@@ -199,7 +199,7 @@ def cmd_datasets(args, console) -> int:
         path = fetcher.fetch(source, Path(args.from_path) if args.from_path else None)
         console.print(f"{source.name}: {path}")
         if not args.no_convert:
-            graph = datasets.load(get_session(args.master), source, "undirected")
+            graph = datasets.load(get_session(args.master, kernels=()), source, "undirected")
             console.print(f"converted: {graph.vertices:,} vertices, {graph.edges:,} undirected edges -> {graph.path}")
         return 0
     if args.action == "verify":
@@ -207,7 +207,7 @@ def cmd_datasets(args, console) -> int:
         if not names:
             raise DataError("datasets verify needs dataset names or --all")
         sources = [_lookup(registry, n) for n in names]
-        spark = get_session(args.master)
+        spark = get_session(args.master, kernels=())
         reports = []
         for source in sources:
             with console.status(f"verifying {source.name}"):
@@ -222,7 +222,7 @@ def cmd_datasets(args, console) -> int:
     if args.action == "convert":
         if not args.names:
             raise DataError("datasets convert needs dataset names")
-        spark = get_session(args.master)
+        spark = get_session(args.master, kernels=())
         for name in args.names:
             report = convert(spark, _lookup(registry, name), args.semantics)
             results.write_json_atomic(results.RESULTS_DIR / "datasets" / f"convert-{name}-{args.semantics}.json", report)
@@ -236,7 +236,7 @@ def cmd_datasets(args, console) -> int:
         if len(args.names or []) != 1 or not args.out:
             raise DataError("datasets stream takes one dataset name, --updates SPEC and --out FILE")
         spec = updates.parse_spec(args.updates or "")
-        graph = datasets.load(get_session(args.master), datasets.resolve(args.names[0]), args.semantics)
+        graph = datasets.load(get_session(args.master, kernels=()), datasets.resolve(args.names[0]), args.semantics)
         initial, stream = updates.make_stream(graph.df, spec)
         updates.write_stream(stream, Path(args.out))
         console.print(

@@ -2,12 +2,19 @@
 
 import gzip
 import shutil
+from collections import Counter
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from harness.core.errors import DataError
-from harness.data import datasets, generators
+from harness.data import canonical, datasets, generators
+from tests.strategies import messy_graphs
 
 MESSY = (
     "# a comment\r\n"
@@ -172,3 +179,74 @@ def test_registry_holds_the_shared_graphs(shared_datasets):
     # A shared file given by path is recognised, so its published counts still apply.
     by_path = datasets.resolve(str(shared_datasets / "ego-Facebook" / "facebook_combined.txt.gz"))
     assert by_path.name == "ego-Facebook" and by_path.published
+
+
+def _reference_canonical(rows: list[tuple[int, int]], semantics: str) -> dict:
+    """The canonical relation and its counts, by Python sets: what DuckDB's canonicalisation must give."""
+    loops = sum(1 for s, d in rows if s == d)
+    if semantics == "directed":
+        edges = set(rows)
+        cleaning = {"input_rows": len(rows), "duplicates_dropped": len(rows) - len(edges), "self_loops_kept": loops}
+    else:
+        directed = {(s, d) for s, d in rows if s != d}
+        edges = {(min(s, d), max(s, d)) for s, d in directed}
+        cleaning = {
+            "input_rows": len(rows),
+            "self_loops_dropped": loops,
+            "duplicates_dropped": len(rows) - loops - len(directed),
+            "reverse_pairs_merged": len(directed) - len(edges),
+        }
+    neighbours: dict[int, set[int]] = {}
+    for s, d in rows:
+        if s != d:
+            neighbours.setdefault(s, set()).add(d)
+            neighbours.setdefault(d, set()).add(s)
+    histogram = sorted(Counter(len(n) for n in neighbours.values()).items())
+    vertices = len({v for row in rows for v in row})
+    return {"edges": edges, "cleaning": cleaning, "vertices": vertices, "degree_histogram": histogram}
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=messy_graphs(14, 60, wide_ids=True), semantics=st.sampled_from(["undirected", "directed"]))
+def test_canonicalisation_agrees_with_python_sets(rows, semantics, tmp_path_factory):
+    """Every count, the relation itself and its fingerprint, on messy graphs with ids over all of int64."""
+    where = tmp_path_factory.mktemp("canonical")
+    pairs = np.array(rows, dtype=np.int64).reshape(-1, 2)
+    got = canonical.canonicalize(pa.table({"src": pairs[:, 0], "dst": pairs[:, 1]}), semantics, where / "e.parquet", where)
+    want = _reference_canonical(rows, semantics)
+    table = pq.read_table(where / "e.parquet")
+    written = list(zip(table.column("src").to_pylist(), table.column("dst").to_pylist()))
+    assert len(written) == len(set(written)) == got["edges"] and set(written) == want["edges"]
+    assert (got["cleaning"], got["vertices"], got["degree_histogram"]) == (
+        want["cleaning"],
+        want["vertices"],
+        want["degree_histogram"],
+    )
+    src, dst = (np.array([e[i] for e in sorted(want["edges"])], dtype=np.int64) for i in (0, 1))
+    assert got["fingerprint"] == f"{len(want['edges'])}:{sum(int(h) for h in canonical.spark_xxhash64(src, dst))}"
+
+
+def test_the_fingerprint_hash_is_spark_s_xxhash64(spark):
+    """canonical.spark_xxhash64 (numpy) against Spark's own xxhash64, which every later load recomputes."""
+    rng = np.random.default_rng(7)
+    extremes = [0, 1, -1, 2**63 - 1, -(2**63), 2**31, -(2**31) - 1]
+    src = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 2000, dtype=np.int64), np.array(extremes, dtype=np.int64)])
+    dst = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 2000, dtype=np.int64), np.array(extremes[::-1], dtype=np.int64)])
+    df = spark.createDataFrame(pa.table({"i": np.arange(len(src)), "src": src, "dst": dst}).to_pandas())
+    spark_hashes = [r.h for r in df.orderBy("i").select(F.xxhash64("src", "dst").alias("h")).collect()]
+    assert canonical.spark_xxhash64(src, dst).tolist() == spark_hashes
+
+
+def test_a_large_relation_is_read_in_splits_and_merged_without_a_shuffle(spark, monkeypatch, tmp_path):
+    """Past 32 row groups a partition, the load reads the file in splits and merges them, balanced, and
+    leaves Spark's split size as it found it; the count and fingerprint are checked as for any load."""
+    monkeypatch.setattr(canonical, "ROW_GROUP_ROWS", 2048)  # DuckDB's smallest row group
+    before = spark.conf.get(datasets.MAX_PARTITION_BYTES)
+    graph = datasets.load(spark, datasets.resolve("er:n=20000,m=240000,seed=3"), "undirected", partitions=3)
+    assert graph.edges >= 32 * 2048 * 3
+    assert "Exchange" not in graph.df._jdf.queryExecution().executedPlan().toString()
+    sizes = [r["count"] for r in graph.df.groupBy(F.spark_partition_id()).count().collect()]
+    assert len(sizes) == 3 and sum(sizes) == graph.edges and max(sizes) < 1.1 * min(sizes)
+    assert spark.conf.get(datasets.MAX_PARTITION_BYTES) == before
+    small = datasets.from_edges(spark, [(1, 2), (2, 3)], "undirected", partitions=3)
+    assert "Exchange hashpartitioning(src" in small.df._jdf.queryExecution().executedPlan().toString()
