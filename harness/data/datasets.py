@@ -318,7 +318,6 @@ class Graph:
 
 def read_edge_arrays(location: str | Path) -> tuple:
     """(src, dst) int64 numpy arrays of a canonical relation's Parquet files, read in this process."""
-    import numpy as np
     import pyarrow.parquet as pq
 
     table = pq.read_table(location, columns=["src", "dst"])
