@@ -161,11 +161,10 @@ class _LiveColumn(ProgressColumn):
 
 def _execute(wl, master: str | None, out_dir: Path) -> list[RunRecord]:
     """Run every request of a workload, writing each record to out_dir as it completes."""
-    from harness.bench.runner import Runner
-    from implementations import kernels_of
+    from harness.bench.runner import Runner, planned_kernels
 
     requests = wl.requests()
-    runner = Runner(master, wl.workers[0], kernels=kernels_of({r.impl for r in requests}))
+    runner = Runner(master, wl.workers[0], kernels=planned_kernels(requests))
     records = []
     console.print(f"[bold]{wl.name}[/] ({wl.tier} tier): {len(requests)} runs -> {out_dir}")
     columns = (

@@ -35,9 +35,13 @@ REGISTRY: dict[str, type[Implementation]] = {
 }
 
 
-def kernels_of(names) -> frozenset[str]:
-    """The kernel families the named implementations use (unknown names: none; their runs fail alone)."""
-    return frozenset().union(*(REGISTRY[n].kernels for n in names if n in REGISTRY))
+def kernels_of(names, anti: bool = False, labels: bool = False) -> frozenset[str]:
+    """The kernel families the named implementations use (unknown names: none; their runs fail alone),
+    with their variants for patterns with anti-relations (`anti`) or vertex labels (`labels`):
+    `warm.variants`."""
+    from implementations.warm import variants
+
+    return variants(frozenset().union(*(REGISTRY[n].kernels for n in names if n in REGISTRY)), anti, labels)
 
 
 def get(name: str) -> type[Implementation]:

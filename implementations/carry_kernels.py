@@ -12,7 +12,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from implementations.extension.dataflow_kernels import _apply_local, _local_relations, copy_then_narrow, level_filtered, lookups
+from implementations.extension.dataflow_kernels import (
+    _apply_local,
+    _local_relations,
+    copy_then_narrow,
+    level_filtered,
+    level_lookups,
+)
 from implementations.gj.constants import INT32_MAX
 from implementations.gj.csr import lower_bound
 from implementations.gj.extension_kernels import value_bounds
@@ -132,7 +138,6 @@ def family_window(rows, seg, level, skip, room, per_row, per_value, counts_bytes
     return first, last, start, taken, room
 
 
-@njit(cache=True)
 def expand_families(p, workers, ix, loops, level, rows, seg, start, first, last, extra_mask, plan, keep_done):
     """The carried level's Propose: members [first, last) of each family, each with its carried
     candidates (the family's set from its floor to its ceiling, filtered like a proposal) narrowed at
@@ -140,9 +145,7 @@ def expand_families(p, workers, ix, loops, level, rows, seg, start, first, last,
     values, proposals, probes, counted) as `propose_local` does. `extra_mask` is a `Lookups` mask:
     extra anti-relations are subtracted where extra relations intersect (a level without them
     compiled without the anti-intersect, as in `propose_local`)."""
-    if plan.anti_count[level] == 0:
-        return _expand_families(p, workers, ix, loops, level, rows, seg, start, first, last, extra_mask, plan, keep_done, None)
-    look = lookups(plan)
+    look = level_lookups(plan, level)
     return _expand_families(p, workers, ix, loops, level, rows, seg, start, first, last, extra_mask, plan, keep_done, look)
 
 
@@ -203,8 +206,23 @@ def _expand_families(p, workers, ix, loops, level, rows, seg, start, first, last
                     work,
                 )
             else:
-                kept, tested = copy_then_narrow(
-                    ix, plan, look, loops, level, cand, i, local, seg, a, b, out, w, filtered, store, work
+                kept, tested = copy_then_narrow(  # int64s: a literal 0 while numba types the loop compiles it twice
+                    ix,
+                    plan,
+                    look,
+                    loops,
+                    level,
+                    cand,
+                    np.int64(i),
+                    np.int64(local),
+                    seg,
+                    a,
+                    b,
+                    out,
+                    np.int64(w),
+                    filtered,
+                    store,
+                    work,
                 )
             probes += tested
             if store:

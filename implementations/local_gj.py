@@ -543,31 +543,42 @@ def scratch(offsets: np.ndarray, m: int) -> np.ndarray:
     return np.empty((2 * m, max(1, longest)), dtype=np.int64)
 
 
-def warm_up() -> None:
-    """Compile (or load from numba's cache) generic_join for the argument types every caller uses,
-    and run it over a triangle with every filter, counting and listing, with an anti-relation and with
-    vertex labels, so no measured run pays for either: a fresh process was measured taking seconds over its first real
-    call even with the code cached."""
+def warm_up(anti: bool = False, labels: bool = False) -> None:
+    """Compile (or load from numba's cache) generic_join for the argument types its callers use, and
+    run it over a triangle with every filter, counting and listing, so no measured run pays for
+    either: a fresh process was measured taking seconds over its first real call even with the code
+    cached. Plain patterns, and the list builders; with `anti` and/or `labels` instead the types of
+    patterns with an anti-relation and/or vertex labels (each a compilation of its own, which a
+    session whose patterns have none need not pay: `warm.variants`)."""
     above = np.tril(np.ones((3, 3), dtype=np.bool_), -1)
     none = np.zeros((3, 3), dtype=np.bool_)
-    triangle = (np.array([0, 1, 2], np.int64), np.array([[0, 0], [0, 0], [0, 1]], np.int64))
-    found = _on_a_triangle(*triangle, above, ~above, np.ones(3, np.bool_), None, None, 1)
-    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), None, None, 0)
     # Vertices labelled 0, 1, 0: the triangle labelled 0, 1, 0 in attribute order, and not 1, 1, any.
     vertex_label = np.array([0, 1, 0], np.int64)
-    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), None, Labels(np.array([0, 1, 0]), vertex_label), 0)
-    found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), None, Labels(np.array([1, 1, -1]), vertex_label), 0)
-    # The wedge b-a-c less the edge b-c: none in a triangle, labelled or not.
-    wedge = (np.array([0, 1, 1], np.int64), np.zeros((3, 2), np.int64))
-    anti = AntiRelations(np.array([0, 0, 1], np.int64), np.array([[0], [0], [1]], np.int64), np.zeros((3, 1), np.int64))
-    induced = _on_a_triangle(*wedge, above, none, np.zeros(3, np.bool_), anti, None, 0)
-    induced += _on_a_triangle(*wedge, above, none, np.zeros(3, np.bool_), anti, Labels(np.array([-1, 1, 0]), vertex_label), 0)
-    if found != 2 or induced != 0:
-        raise RuntimeError(f"generic_join self-check found {found} of 2 triangles and {induced} induced wedges in a triangle")
-    # The index builders too: the native reference's timing excludes compiling its list builder.
-    s, d = np.array([0, 0, 1], np.int64), np.array([1, 2, 2], np.int64)
-    if build_csr(s, d, 3)[1].tolist() != [1, 2, 2] or vertex_ranks(np.arange(3), np.array([2, 1, 1])).tolist() != [2, 0, 1]:
-        raise RuntimeError("local-gj's list builders failed their self-check on a triangle")
+    if not anti:
+        triangle = (np.array([0, 1, 2], np.int64), np.array([[0, 0], [0, 0], [0, 1]], np.int64))
+        if labels:
+            found = _on_a_triangle(
+                *triangle, above, none, np.zeros(3, np.bool_), None, Labels(np.array([0, 1, 0]), vertex_label), 0
+            )
+            found += _on_a_triangle(
+                *triangle, above, none, np.zeros(3, np.bool_), None, Labels(np.array([1, 1, -1]), vertex_label), 0
+            )
+        else:
+            found = _on_a_triangle(*triangle, above, ~above, np.ones(3, np.bool_), None, None, 1)
+            found += _on_a_triangle(*triangle, above, none, np.zeros(3, np.bool_), None, None, 0)
+        if found != 1:
+            raise RuntimeError(f"generic_join self-check found {found} triangles in a triangle (labels: {labels})")
+    else:
+        # The wedge b-a-c less the edge b-c: none in a triangle, labelled or not.
+        wedge = (np.array([0, 1, 1], np.int64), np.zeros((3, 2), np.int64))
+        anti_edge = AntiRelations(np.array([0, 0, 1], np.int64), np.array([[0], [0], [1]], np.int64), np.zeros((3, 1), np.int64))
+        label_of = Labels(np.array([-1, 1, 0]), vertex_label) if labels else None
+        if _on_a_triangle(*wedge, above, none, np.zeros(3, np.bool_), anti_edge, label_of, 0) != 0:
+            raise RuntimeError(f"generic_join self-check found an induced wedge in a triangle (labels: {labels})")
+    if not (anti or labels):  # the index builders too: the native reference's timing excludes compiling its list builder
+        s, d = np.array([0, 0, 1], np.int64), np.array([1, 2, 2], np.int64)
+        if build_csr(s, d, 3)[1].tolist() != [1, 2, 2] or vertex_ranks(np.arange(3), np.array([2, 1, 1])).tolist() != [2, 0, 1]:
+            raise RuntimeError("local-gj's list builders failed their self-check on a triangle")
 
 
 def _on_a_triangle(rel_count, rel_pos, above, differ, loop, anti, labels, limit) -> int:

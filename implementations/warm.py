@@ -14,19 +14,20 @@ the code."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gc
 import os
 import shutil
 import sys
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness.core.query import BUILTINS, make_join_spec
+from harness.core.query import BUILTINS, make_join_spec, parse_pattern_string
 from implementations.indices import distributed_index
 from implementations.local_gj import warm_up as warm_local_gj
 
@@ -41,6 +42,16 @@ _EDGES = (
 _RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 3, 2), ("clique5", "undirected", 1, None))
 # BiGJoin-S (the one-level engine) and Delta-BiGJoin (the dataflow, through update batches): (query, semantics, W, pinned B' or None for the default).
 _ONE_LEVEL_RUNS = (("clique4", "undirected", 2, None), ("triangle", "directed", 3, 16))
+# Runs of patterns with anti-relations, whose kernels' anti-intersect compiles only for them
+# (`dataflow_kernels.level_lookups`): at the last level, at an inner one, at a carried one (bigjoin-carry's
+# directed induced triangle), every pair of a path (induced).
+_ANTI_RUNS = (
+    ("a-b,b-c,a-c,c-d,!a-d,!b-d", "undirected", 2, None),  # a triangle with a tail, its other ends not joined
+    ("a-b,b-c,!a-c", "directed", 3, 2),  # an open wedge
+    ("a-b,b-c,a-c induced", "directed", 1, None),
+    ("a-b,b-c,c-d induced", "undirected", 1, None),  # the chain 5-6-7-8
+)
+_ONE_LEVEL_ANTI_RUNS = (("a-b,b-c,a-c,c-d,!a-d,!b-d", "undirected", 2, None), ("a-b,b-c,a-c induced", "directed", 3, 16))
 
 
 def compiled_kernels() -> set[Path]:
@@ -59,10 +70,34 @@ def compiled_kernels() -> set[Path]:
 
 # The kernel families a session warms (an implementation's `kernels` names those its runs use), and the
 # environment variable that tells a Python worker daemon which (unset: all of them).
-FAMILIES = ("local-gj", "bigjoin", "bigjoin-carry", "bigjoin-s", "one-level")
+# A family's variants: "<family>/anti", its kernels for patterns with anti-relations (anti-edges or
+# induced); local-gj's "/labels" and "/anti/labels" too, for vertex labels. Apart because each is a
+# compilation of its own that a session whose patterns need none of them does not pay (`variants`).
+ANTI, LABELS = "/anti", "/labels"
 DATAFLOW = ("bigjoin", "bigjoin-carry", "bigjoin-s")  # a family each: a run compiles only the variants it calls
+FAMILIES = (
+    *("local-gj" + v for v in ("", ANTI, LABELS, ANTI + LABELS)),
+    *(f + v for f in (*DATAFLOW, "one-level") for v in ("", ANTI)),
+)
 FAMILIES_SETTING = "HARNESS_WARM"
 _warmed: set[str] = set()  # the families this process (or the daemon it was forked from) has warmed
+
+
+def base_family(name: str) -> str:
+    """The family a variant's name belongs to (`bigjoin/anti`: bigjoin)."""
+    return name.split("/")[0]
+
+
+def variants(families: Iterable[str], anti: bool, labels: bool) -> frozenset[str]:
+    """`families` and the variant of each that a pattern calls which has anti-relations (`anti`) or
+    vertex labels (`labels`): a family whose kernels take labels as they take none has no "/labels"."""
+    wanted = set(families)
+    for family in list(wanted):
+        for suffix in ((ANTI if anti else "") + (LABELS if labels else ""), ANTI if anti else ""):
+            if suffix and family + suffix in FAMILIES:
+                wanted.add(family + suffix)
+                break
+    return frozenset(wanted)
 
 
 def warm_up(families: Iterable[str] | None = None) -> None:
@@ -88,10 +123,7 @@ def freeze_what_warming_left() -> None:
 def warm_families(families: Iterable[str], order: tuple[str, ...] = FAMILIES) -> None:
     """Compile or load the kernels of `families`, in `order`, once per process and family: a worker forked
     from a warmed daemon is warm already, and a later session in the driver's process warms nothing twice."""
-    wanted = set(families)
-    steps = {"local-gj": warm_local_gj, "one-level": warm_one_level} | {
-        name: functools.partial(warm_dataflow, name) for name in DATAFLOW
-    }
+    wanted, steps = set(families), warm_steps()
     for family in order:
         if family in wanted and family not in _warmed:
             try:
@@ -103,6 +135,22 @@ def warm_families(families: Iterable[str], order: tuple[str, ...] = FAMILIES) ->
                 print(f"warm-up: numba's cache named code that has moved ({stale}); dropped {dropped} files", file=sys.stderr)
                 steps[family]()
             _warmed.add(family)
+
+
+def warm_steps() -> dict[str, Callable[[], None]]:
+    """Each family's warm-up (FAMILIES)."""
+    steps: dict[str, Callable[[], None]] = {
+        "one-level": warm_one_level,
+        "one-level" + ANTI: functools.partial(warm_one_level, True),
+    }
+    for anti in (False, True):
+        for labels in (False, True):
+            steps["local-gj" + (ANTI if anti else "") + (LABELS if labels else "")] = functools.partial(
+                warm_local_gj, anti, labels
+            )
+    for name in DATAFLOW:
+        steps[name], steps[name + ANTI] = functools.partial(warm_dataflow, name), functools.partial(warm_dataflow, name, True)
+    return steps
 
 
 def _from_numba_cache(error: BaseException) -> bool:
@@ -125,8 +173,9 @@ def drop_compiled_kernels() -> int:
     return dropped
 
 
-def warm_dataflow(name: str) -> None:
-    """The dataflow variant `name` (bigjoin, bigjoin-carry or bigjoin-s) on each of `_RUNS`."""
+def warm_dataflow(name: str, anti: bool = False) -> None:
+    """The dataflow variant `name` (bigjoin, bigjoin-carry or bigjoin-s) on each of `_RUNS`, or with
+    `anti` of `_ANTI_RUNS`."""
     from implementations import REGISTRY
     from implementations.bigjoin import BiGJoin
     from implementations.gj import exchange
@@ -136,7 +185,7 @@ def warm_dataflow(name: str) -> None:
     src, dst = _edge_arrays()
     indices: dict[tuple, Any] = {}
     try:
-        for query, semantics, workers, batch in _RUNS:
+        for query, semantics, workers, batch in _ANTI_RUNS if anti else _RUNS:
             key = (semantics, workers)
             if key not in indices:
                 index = distributed_index.build_on_driver(src, dst, semantics == "undirected", workers)
@@ -144,7 +193,7 @@ def warm_dataflow(name: str) -> None:
                 if name == "bigjoin-s":  # lists of more than 2 entries in blocks: every path of the kernels
                     indices[key] = block_index.build_locally(index, exchange.local_tokens(workers), 2)
                     shutil.rmtree(index.root, ignore_errors=True)
-            spec = make_join_spec(BUILTINS[query], semantics)
+            spec = _warm_spec(query, semantics)
             m = len(spec.attribute_order)
             # A pinned B', or a byte budget small enough to cut windows (the hub's lists).
             budget = Budget(None, batch, m, "warm-up") if batch is not None else Budget(256, None, m, "warm-up")
@@ -157,9 +206,10 @@ def warm_dataflow(name: str) -> None:
             shutil.rmtree(index.root, ignore_errors=True)
 
 
-def warm_one_level() -> None:
+def warm_one_level(anti: bool = False) -> None:
     """BiGJoin-S as published on its balanced index, and Delta-BiGJoin through update batches that insert, delete,
-    compact and sample changes, each index built by its own tasks in this process."""
+    compact and sample changes, each index built by its own tasks in this process; with `anti`, on
+    patterns with anti-relations (`_ONE_LEVEL_ANTI_RUNS`)."""
     from implementations.bigjoin_s_paper import BiGJoinSPaper
     from implementations.delta_bigjoin import DeltaBiGJoin
     from implementations.gj import exchange
@@ -168,8 +218,8 @@ def warm_one_level() -> None:
     src, dst = _edge_arrays()
     roots = []
     try:
-        for query, semantics, workers, batch in _ONE_LEVEL_RUNS:
-            spec, tokens = make_join_spec(BUILTINS[query], semantics), exchange.local_tokens(workers)
+        for query, semantics, workers, batch in _ONE_LEVEL_ANTI_RUNS if anti else _ONE_LEVEL_RUNS:
+            spec, tokens = _warm_spec(query, semantics), exchange.local_tokens(workers)
             params = {"batch": batch} if batch is not None else {}
             source = distributed_index.build_on_driver(src, dst, semantics == "undirected", workers)
             balanced = balanced_index.build_locally(source, tokens)
@@ -188,6 +238,14 @@ def warm_one_level() -> None:
     finally:
         for root in roots:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _warm_spec(query: str, semantics: str):
+    """The join spec of a warm-up run: a built-in query, or a pattern (`a-b,!a-c`, optionally `induced`)."""
+    if query in BUILTINS:
+        return make_join_spec(BUILTINS[query], semantics)
+    pattern, _, induced = query.partition(" ")
+    return make_join_spec(dataclasses.replace(parse_pattern_string(pattern), induced=induced == "induced"), semantics)
 
 
 def _edge_arrays() -> tuple[np.ndarray, np.ndarray]:

@@ -141,6 +141,36 @@ def resolve_query(req: RunRequest, impl_cls, run_params: dict) -> tuple[JoinSpec
     )
 
 
+def kernels_needed(impl_cls, recompute_cls, spec: JoinSpec, census_plan: census.CensusPlan | None) -> frozenset[str]:
+    """The kernel families a run calls (implementations.warm.FAMILIES): its implementation's and its
+    recompute's, with their variants for the anti-pairs and vertex labels of the patterns it counts."""
+    from implementations import kernels_of
+
+    names = [impl_cls.name] + ([recompute_cls.name] if recompute_cls else [])
+    specs = [spec] if census_plan is None else [run.spec for run in census_plan.runs]
+    families: frozenset[str] = frozenset()
+    for s in specs:
+        families |= kernels_of(names, anti=bool(s.anti), labels=bool(s.query.labels))
+    return families
+
+
+def planned_kernels(requests: list[RunRequest]) -> frozenset[str]:
+    """The kernel families a workload's runs call, known before its session starts; a request whose
+    check fails adds none (its run reports the failure)."""
+    from implementations import get as get_impl
+
+    families: frozenset[str] = frozenset()
+    for req in requests:
+        try:
+            impl_cls = get_impl(req.impl)
+            run_params, _ = split_params(impl_cls, req.params)
+            spec, census_plan, _ = resolve_query(req, impl_cls, run_params)
+            families |= kernels_needed(impl_cls, recompute.implementation(run_params["recompute"]), spec, census_plan)
+        except DataError:
+            continue
+    return families
+
+
 def _query_name(query: str | dict | Query) -> str | None:
     """The query's name as the request gives it: a built-in's or file's name, a spec's `name`."""
     if isinstance(query, Query):
@@ -381,7 +411,7 @@ class Runner:
         spec, census_plan, record.query = resolve_query(req, impl_cls, run_params)
         listed = listing.check(run_params, impl_cls, census_plan is not None)
         self._use_cap(self._capped_workers(run_params["memory_per_worker"], impl_cls, req.workers))
-        self._use_kernels(impl_cls.kernels | (recompute_cls.kernels if recompute_cls else frozenset()))
+        self._use_kernels(kernels_needed(impl_cls, recompute_cls, spec, census_plan))
         return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, labelled_source(req, spec), census_plan, listed)
 
     def _capped_workers(self, size: str | None, impl_cls, workers: int) -> CappedWorkers | None:

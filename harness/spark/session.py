@@ -247,17 +247,17 @@ def _warm_driver(families: frozenset[str]) -> None:
     """The kernels the driver runs (local-gj); not `warm.warm_up`, whose redirect of stdout would take
     the whole process's while the session starts, and whose one-level engine runs only in workers.
     Once per process (`warm.warm_families`), whatever sessions follow."""
-    from implementations.warm import warm_families
+    from implementations.warm import base_family, warm_families
 
-    warm_families(families & {"local-gj"})
+    warm_families({f for f in families if base_family(f) == "local-gj"})
 
 
 def _warm_dataflow(families: frozenset[str]) -> None:
     """The index build that the dataflow's warm-up exercises. After the context exists: its tasks run
     in process under a TaskContext, which a SparkContext being created would take for a worker's."""
-    from implementations.warm import DATAFLOW, warm_families
+    from implementations.warm import DATAFLOW, base_family, warm_families
 
-    warm_families(families & set(DATAFLOW))
+    warm_families({f for f in families if base_family(f) in DATAFLOW})
 
 
 def _import_worker_modules(probe: str | None):

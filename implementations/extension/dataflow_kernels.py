@@ -78,6 +78,13 @@ def lookups(plan):
     return Lookups(total, pos, kind, view)
 
 
+def level_lookups(plan, level: int) -> Lookups | None:
+    """`lookups(plan)` at a level with anti-relations, None at one without. Chosen here, outside the
+    kernels, so that a kernel's anti-intersect compiles only for a pattern that has an anti-edge:
+    a session whose patterns have none never compiles it (`warm`'s `/anti` families do)."""
+    return lookups(plan) if plan.anti_count[level] else None
+
+
 @njit(cache=True)
 def extend_rows(rows, values, level, take, mask):
     """The (level+1)-prefix rows (prefix, value, mask, -1, INT32_MAX) of every value of the candidate
@@ -329,7 +336,7 @@ def _narrow_local(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cand
             )
             return kept, n
     # np.int64: a literal 0 passed out of line would compile the callee once more (and all it calls)
-    src, n, dst = np.int64(src), np.int64(n), np.int64(dst)
+    i, src, n, dst = np.int64(i), np.int64(src), np.int64(n), np.int64(dst)
     local, cands = np.int64(local), as_readonly(cands)
     return _narrow_each(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work)
 
@@ -343,7 +350,7 @@ def _apply_local(
     kernels numba compiles without the anti-intersect (as a plain pattern's were before it)."""
     if look is None or local >> rel_count[level] == 0:
         return _narrow_local(ix, level, prefix, i, local, rel_kind, rel_view, rel_pos, cands, src, n, out, dst, store_last, work)
-    src, n, dst = np.int64(src), np.int64(n), np.int64(dst)
+    i, src, n, dst = np.int64(i), np.int64(src), np.int64(n), np.int64(dst)
     return _narrow_and_subtract(ix, plan, level, prefix, i, np.int64(local), as_readonly(cands), src, n, out, dst, work)
 
 
@@ -431,7 +438,7 @@ def _narrow_written(ix, plan, look, level, prefix, i, local, out, start, end, st
     if local == 0:
         return end - start, 0
     # Plain int64s and a read-only view, whatever the caller's were: one compilation out of line.
-    local, written, start, n = np.int64(local), as_readonly(out), np.int64(start), np.int64(end - start)
+    i, local, written, start, n = np.int64(i), np.int64(local), as_readonly(out), np.int64(start), np.int64(end - start)
     if look is not None and local >> plan.rel_count[level]:
         return _narrow_and_subtract(ix, plan, level, prefix, i, local, written, start, n, out, start, work)
     return _narrow_each(
@@ -532,7 +539,6 @@ def _proposal_room(ix, plan, level, first, last, keep_done, bounded):
     return min(total, keep_done + max(0, (last - first).max()))
 
 
-@njit(cache=True)
 def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done, blocks):
     """Propose, then Intersect with every pending relation this worker owns, in one pass per queued
     prefix (its row: the prefix, at column level+1 its smallest relation): positions [first, last) of that list, narrowed by the local relations straight
@@ -545,9 +551,7 @@ def propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_
     numba then compiles the block paths away, so BiGJoin's loop is as it was (inlined into it,
     they cost BiGJoin a quarter more kernel time on triangles, R-MAT 18). So is the anti-intersect
     of a level without anti-relations (`_apply_local`)."""
-    if plan.anti_count[level] == 0:
-        return _propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done, blocks, None)
-    return _propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done, blocks, lookups(plan))
+    return _propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep_done, blocks, level_lookups(plan, level))
 
 
 @njit(cache=True)
@@ -616,7 +620,6 @@ def _propose_local(p, workers, ix, loops, level, prefix, first, last, plan, keep
     return mask, lengths, out[:w], proposals, probes, counted
 
 
-@njit(cache=True)
 def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, blocks):
     """Intersect received candidate rows (prefix, mask, length; writable) with every pending relation
     this worker owns and subtract every pending anti-relation it owns (`Lookups` bits), survivors into
@@ -624,9 +627,7 @@ def intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, bl
     `keep_done` values, only counted (its length set to 0).
     Returns (kept, probes, counted). `blocks` as in `propose_local`, and a level without anti-relations
     compiled without the anti-intersect as there."""
-    if plan.anti_count[level] == 0:
-        return _intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, blocks, None)
-    return _intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, blocks, lookups(plan))
+    return _intersect_rows(p, workers, ix, level, rows, values, out, plan, keep_done, blocks, level_lookups(plan, level))
 
 
 @njit(cache=True)
