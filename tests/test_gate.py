@@ -7,6 +7,7 @@ import copy
 import json
 import statistics
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,8 @@ from harness.bench import gate
 from harness.bench.record import RunRecord
 from harness.core import results
 from harness.core.errors import DataError
+
+RUNS_DIR = Path(__file__).resolve().parent.parent / "results" / "runs"
 
 MACHINE = {"cpus": 2, "cpu_model": "X", "machine": "x86_64", "memory_bytes": 24 * 2**30, "hostname": "a"}
 KEY = "bigjoin triangle g undirected W=2"
@@ -316,3 +319,17 @@ def test_the_micro_benchmarks_say_in_one_line_how_the_saved_run_s_machine_differ
         "micro-benchmarks: saved on another machine: node vm -> ci-runner, cpu.brand_raw AMD EPYC -> Intel Xeon Plat…, "
         "cpu.count 2 -> 8 (+2 more)"  # release and cpu.flags
     )
+
+
+def test_an_index_reused_from_another_run_is_named_on_its_index_finding():
+    """The triangle contest at 162ee03 (`make bench`): bigjoin-carry's index_s (0.04 s) is its reuse of
+    bigjoin's index; the gate compares it like with like and says whose build it reused."""
+    runs = RUNS_DIR / "20261206T185955Z-f0e410-triangle"
+    records = [RunRecord.from_json(json.loads(p.read_text())) for p in sorted(runs.glob("00*.json"))]
+    summary = gate.summarize(records)
+    b = _baseline()
+    b["runs"] = copy.deepcopy(summary)
+    found = {(f.run.split()[0], f.what): f for f in gate.compare(b, summary, MACHINE).findings}
+    assert found[("bigjoin-carry", "index_s")].note.endswith("reused bigjoin's index: its build is gated there")
+    assert found[("bigjoin-s", "index_s")].note.endswith("reused bigjoin's index: its build is gated there")
+    assert "reused" not in found[("bigjoin", "index_s")].note and "reused" not in found[("local-gj", "index_s")].note

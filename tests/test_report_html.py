@@ -12,6 +12,7 @@ from harness.bench import report
 
 RUNS = Path(__file__).resolve().parent.parent / "results" / "runs"
 RECORDED = ["20261123T133942Z-41adb2-shares", "20261122T052307Z-ede900-batch-sweep"]
+CONTEST = "20261206T185955Z-f0e410-triangle"  # `make bench` from nothing at 162ee03
 
 
 def test_the_memory_wall_is_drawn_from_its_newest_run_alone(tmp_path):
@@ -30,6 +31,21 @@ def test_the_memory_wall_is_drawn_from_its_newest_run_alone(tmp_path):
         "20261102T000000Z-b-memory"
     }
     assert report.newest_run([]) == []
+
+
+def test_a_reused_index_is_charged_and_marked_in_the_report(tmp_path):
+    """The triangle contest at 162ee03: bigjoin-carry and bigjoin-s reused bigjoin's index (0.71 s). The
+    report's index s is each run's own build plus the build it reused, marked and named as the contest does."""
+    shutil.copytree(RUNS / CONTEST, tmp_path / "runs" / CONTEST)
+    page = report.build(tmp_path / "runs", tmp_path / "report").read_text()
+    rows = {cells[1].strip(): cells for line in page.splitlines() if (cells := line.split("|"))[1:2]}
+    assert rows["bigjoin-carry"][5].strip() == "0.75*"  # 0.0369 own + 0.7129 bigjoin's
+    assert rows["bigjoin-s"][5].strip() == "1.78*"  # 1.0652 + 0.7129
+    assert rows["bigjoin"][5].strip() == "0.71" and rows["local-gj"][5].strip() == "0.48"  # their own builds, unmarked
+    assert (
+        "An index s marked * includes a reused index's build, charged at its builder's seconds: bigjoin-carry's from bigjoin; bigjoin-s's from bigjoin."
+        in page
+    )
 
 
 def _browser() -> str:

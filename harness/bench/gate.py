@@ -21,7 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.bench.record import RunRecord
@@ -79,8 +79,11 @@ def summarize(records: list[RunRecord]) -> dict[str, dict]:
     """Per run key: statuses, counts, logical counters (per trial) and times (per trial)."""
     runs: dict[str, dict] = {}
     for r in records:
-        entry = runs.setdefault(r.run_key, {"status": [], "count": [], "logical": [], "times": {t: [] for t in TIMES}})
+        entry = runs.setdefault(
+            r.run_key, {"status": [], "count": [], "logical": [], "times": {t: [] for t in TIMES}, "reused": []}
+        )
         entry["status"].append(r.status)
+        entry["reused"] = sorted(set(entry["reused"]) | {b["implementation"] for b in r.metrics.get("index_shared") or []})
         entry["count"].append(r.count)
         entry["logical"].append(logical_scalars(r.logical))
         for t in TIMES:
@@ -304,14 +307,22 @@ def compare(
                 )
             )
         for t in TIMES:
-            out.findings.append(
-                _compare_times(
-                    key, t, old["times"].get(t, []), new["times"].get(t, []), threshold, min_seconds, timing, out.same_machine
-                )
+            found = _compare_times(
+                key, t, old["times"].get(t, []), new["times"].get(t, []), threshold, min_seconds, timing, out.same_machine
             )
+            out.findings.append(_said_shared(found, new.get("reused") or []) if t == "index_s" else found)
     for key in sorted(set(current) - set(baseline["runs"])):
         out.findings.append(Finding(key, "run", "missing", "present", "advisory", "new run, not in the baseline"))
     return out
+
+
+def _said_shared(found: Finding, builders: list[str]) -> Finding:
+    """An index_s finding of a run that reused an index other runs built: its time is the reuse alone,
+    the build's gated at the builders' own keys, and the note says so."""
+    if not builders:
+        return found
+    said = f"reused {', '.join(builders)}'s index: its build is gated there"
+    return replace(found, note=f"{found.note}; {said}" if found.note else said)
 
 
 def _relative(before: float, after: float) -> float:

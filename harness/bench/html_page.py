@@ -20,7 +20,7 @@ img { max-width: 100%; border: 1px solid #eee; margin: .5em 0; }
 code { background: #f3f3f3; padding: 0 3px; border-radius: 3px; }
 """
 _IMAGE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<src>[^)]+)\)$")
-_NUMBER = re.compile(r"^[<>~]?-?[\d,]+(\.\d+)?\s?(x|s|%|[KMGT]iB|B)?$")
+_NUMBER = re.compile(r"^[<>~]?-?[\d,]+(\.\d+)?\s?(x|s|%|[KMGT]iB|B)?\*?$")  # *: a charged shared index
 
 
 def _inline(text: str) -> str:
