@@ -109,7 +109,7 @@ def _entry(impl: str, runs: list[RunRecord], swept: dict | None = None) -> Entry
         swept=swept or {},
         cv=coefficient_of_variation(seconds) if median is not None else None,
         evps=_evps(runs, median),
-        charged=sorted({b["implementation"] for r in finished for b in r.metrics.get("index_shared") or []}),
+        charged=sorted({name for r in finished for name in r.index_builders}),
     )
 
 

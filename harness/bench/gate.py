@@ -83,7 +83,7 @@ def summarize(records: list[RunRecord]) -> dict[str, dict]:
             r.run_key, {"status": [], "count": [], "logical": [], "times": {t: [] for t in TIMES}, "reused": []}
         )
         entry["status"].append(r.status)
-        entry["reused"] = sorted(set(entry["reused"]) | {b["implementation"] for b in r.metrics.get("index_shared") or []})
+        entry["reused"] = sorted(set(entry["reused"]) | set(r.index_builders))
         entry["count"].append(r.count)
         entry["logical"].append(logical_scalars(r.logical))
         for t in TIMES:

@@ -146,6 +146,12 @@ class RunRecord:
         return float(self.metrics.get("index_charged_s") or 0.0)
 
     @property
+    def index_builders(self) -> list[str]:
+        """The implementations whose index builds this run reused (shared_index, `index_shared`), sorted;
+        empty when it built its own."""
+        return sorted({b["implementation"] for b in self.metrics.get("index_shared") or []})
+
+    @property
     def charged_s(self) -> float | None:
         """Index + query with every index the run used charged to it: its own processing time plus the
         builds it reused from earlier runs. What a contest ranks, so each row is one implementation's whole cost."""

@@ -264,20 +264,13 @@ def _per_workload(runs: dict[str, list[RunRecord]], out_dir: Path) -> list[str]:
 def _index_cell(r: RunRecord) -> str:
     """The run's index seconds with the builds it reused from earlier runs charged, marked as the
     contest marks them (`contest.SHARED_MARK`), so every row's index s is its own implementation's."""
-    charged = r.index_charged_s
-    own = r.metrics.get("index_s") or 0
+    charged, own = r.index_charged_s, r.index_s or 0
     return f"{own + charged:.2f}{SHARED_MARK}" if charged else f"{own:.2f}"
 
 
 def _shared_note(records: list[RunRecord]) -> list[str]:
     """The line under a table that names, for each marked index time, the runs whose builds it charges."""
-    said = sorted(
-        {
-            f"{r.implementation}'s from {', '.join(sorted({b['implementation'] for b in r.metrics['index_shared']}))}"
-            for r in records
-            if r.index_charged_s and r.metrics.get("index_shared")
-        }
-    )
+    said = sorted({f"{r.implementation}'s from {', '.join(r.index_builders)}" for r in records if r.index_builders})
     if not said:
         return []
     return [
