@@ -3,7 +3,8 @@ package (`bin/spark-class ...deploy.master.Master` / `...Worker`): one master on
 
 Isolated (`hosts`, the default of `make cluster-up`): worker i binds 127.0.0.(i + 2), so Spark treats
 each as its own host, and runs in its own mount namespace (`unshare -m`) with a private /tmp and private,
-empty views of the checkout's .cache, .cluster and results/. Only the store (HARNESS_STORE) and the
+empty views of the checkout's .cache, .cluster and results/ (but for the host's own copy of the JVM
+archive, which a real host's `make venv` writes: its executors start on less CPU). Only the store (HARNESS_STORE) and the
 input datasets (HARNESS_SHARED) are shared, as on a real cluster. Not isolated (`--shared-tmp`): every
 worker on 127.0.0.1, seeing the same files.
 
@@ -204,7 +205,7 @@ PRIVATE_VIEWS = (".cache", ".cluster", "results")  # the checkout's directories 
 def _isolating_script(private: Path, shared: Sequence[Path], command: list[str]) -> str:
     """Shell run inside the new mount namespace: a private /tmp (`private`/tmp) in which the `shared`
     paths that live under /tmp (the store, the checkout, the input datasets) stay visible at their own paths, then
-    empty private views of the checkout's state directories, then exec the daemon. `private` is first
+    empty private views of the checkout's state directories (the JVM archive copied in), then exec the daemon. `private` is first
     bound to a staging point outside /tmp and the checkout, so no later mount hides a source."""
     q = shlex.quote
     staging = Path("/run/harness-hosts") / private.name
@@ -221,6 +222,7 @@ def _isolating_script(private: Path, shared: Sequence[Path], command: list[str])
         (private / "views" / name).mkdir(parents=True, exist_ok=True)
         (REPO / name).mkdir(exist_ok=True)
         lines.append(f"mount --bind {q(str(staging / 'views' / name))} {q(str(REPO / name))}")
+    jvm_archive.share_with(private / "views")  # the host's own copy, as each host's `make venv` would write one
     lines.append("exec " + " ".join(q(c) for c in command))
     return "\n".join(lines)
 

@@ -57,8 +57,8 @@ def driver_options() -> str:
 def mapped_options() -> str:
     """Options that map the archive if this checkout has one, and nothing if not: for the JVMs that do
     not write it (executors, a cluster's master and workers). Spark's daemons and executors load the
-    same jars as the driver; a JVM that does not see the file (an isolated host's private .cache)
-    starts without it, silently."""
+    same jars as the driver (an isolated host maps its own copy, `share_with`); a JVM that does not see
+    the file starts without it, silently."""
     if os.environ.get(SETTING) == "off":
         return ""
     archive = _archive()  # hashes the listing of Spark's jars: once per call
@@ -87,7 +87,9 @@ def finish(wait: bool = True) -> None:
 
 def share_with(other_tree: Path) -> None:
     """This checkout's archive, hard-linked (or copied) into another checkout's place for it (the gate's
-    baseline commit, run with the same Java and Spark): its first session maps it, writing none."""
+    baseline commit, run with the same Java and Spark): its first session maps it, writing none. Or into
+    an isolated host's private views of this checkout (harness.spark.cluster), whose executors map it as
+    a real host's would map the one its own `make venv` wrote."""
     archive = _archive()
     target = other_tree / archive.relative_to(REPO)
     if archive.exists() and not target.exists():
