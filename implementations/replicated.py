@@ -26,6 +26,7 @@ from implementations.gj import match_files
 from implementations.gj.arrays import mapped
 from implementations.gj.match_files import MatchSink, part_name
 from implementations.gj.plan import ExtensionPlan
+from implementations.gj.python_tasks import run_tasks
 from implementations.indices.distributed_index import max_over_mean, new_root
 
 RANGES_PER_WORKER = 16  # ranges of first vertices per worker: idle workers pull the rest
@@ -71,7 +72,7 @@ class Replicated(Implementation):
         labels = str(graph.labels_path) if spec.query.labels else None
         pieces = RANGES_PER_WORKER * self.ctx.workers
         build = _index_builder(edges, labels, spec.semantics == "undirected", self.plan, str(new_root("replicated")), pieces)
-        (self.index,) = self.ctx.spark.sparkContext.parallelize([0], 1).mapPartitions(build).collect()
+        (self.index,) = run_tasks(self.ctx.spark, [None], build)
 
     def _run(self, keep: int, listing: RangeListing | None = None) -> list[RangeResult]:
         """Every range's result: its count and its first `keep` matches, or (`listing`) those it listed."""
@@ -79,8 +80,7 @@ class Replicated(Implementation):
         if not ranges:
             return []
         search = _range_search(self.index.root, self.plan, keep, listing)
-        rdd = self.ctx.spark.sparkContext.parallelize(list(enumerate(ranges)), len(ranges))
-        return sorted(rdd.mapPartitions(search).collect())
+        return sorted(run_tasks(self.ctx.spark, list(enumerate(ranges)), search))
 
     def count(self) -> Outcome:
         return self._outcome(self._run(0))
@@ -178,7 +178,8 @@ def _range_search(root: str, plan: ExtensionPlan, keep: int, listing: RangeListi
     """The task over one range of first vertices: local-gj's search on this host's copy of the index,
     counting and keeping the first `keep` matches, or (`listing`) listing them slice by slice."""
 
-    def search(iterator):
+    def search(task: tuple[int, tuple[int, int]]):
+        piece, (lo, hi) = task
         # Copy-on-write: typed as local-gj's own arrays, so its warm kernels serve.
         index = local_gj.SearchIndex(
             *(mapped(f"{root}/{name}.npy", copy_on_write=True) for name in ("offsets", "values", "loops"))
@@ -193,17 +194,16 @@ def _range_search(root: str, plan: ExtensionPlan, keep: int, listing: RangeListi
             # Through the module: its dispatcher is warm in every Python worker.
             return local_gj.generic_join(index, search_plan, anti, labels, local_gj.Listing(out, len(out), 0), lo, hi, work, buf)
 
-        for piece, (lo, hi) in iterator:
-            started, work = time.perf_counter(), np.zeros(2, dtype=np.int64)
-            matches, attempt = np.zeros((0, plan.m), np.int64), -1
-            if listing is None:
-                out = np.zeros((keep, plan.m), dtype=np.int64)
-                found = kernel(lo, hi, out, work)
-                matches = out[: min(found, keep)]
-            else:
-                found, attempt = _list_range(kernel, listing, piece, lo, hi, plan.m, work)
-            seconds = time.perf_counter() - started
-            yield RangeResult(piece, int(found), int(work[0]), int(work[1]), seconds, matches, attempt)
+        started, work = time.perf_counter(), np.zeros(2, dtype=np.int64)
+        matches, attempt = np.zeros((0, plan.m), np.int64), -1
+        if listing is None:
+            out = np.zeros((keep, plan.m), dtype=np.int64)
+            found = kernel(lo, hi, out, work)
+            matches = out[: min(found, keep)]
+        else:
+            found, attempt = _list_range(kernel, listing, piece, lo, hi, plan.m, work)
+        seconds = time.perf_counter() - started
+        yield RangeResult(piece, int(found), int(work[0]), int(work[1]), seconds, matches, attempt)
 
     return search
 

@@ -39,7 +39,15 @@ def test_no_vertex_no_range():
     assert work_ranges(np.zeros(0, np.int64), 8) == []
 
 
-def test_the_driver_never_reads_the_edges_and_the_counters_add_up(runner, clustered_graph):
+def test_the_driver_never_reads_the_edges_and_the_counters_add_up(runner, clustered_graph, monkeypatch):
+    # No RDD job either: its Python workers would come from a daemon of their own, started (and warmed)
+    # inside the timed phase that first runs one (gj.python_tasks); its tasks use the session's.
+    from pyspark import SparkContext
+
+    def no_rdd(*args, **kwargs):
+        raise AssertionError("replicated started an RDD job")
+
+    monkeypatch.setattr(SparkContext, "parallelize", no_rdd)
     record = runner.run(RunRequest("clique4", clustered_graph, "replicated", workers=2, oracle="auto"))
     reference = runner.run(RunRequest("clique4", clustered_graph, "local-gj", workers=2, oracle="none", allow_unverified=True))
     assert record.status == "OK" and record.verified, record.error
@@ -53,3 +61,17 @@ def test_the_driver_never_reads_the_edges_and_the_counters_add_up(runner, cluste
     assert (logical["candidates"], logical["probes"]) == (reference.logical["candidates"], reference.logical["probes"])
     assert logical["replicated_index_bytes"] > 0
     assert memory_model.predict(record) == (logical["replicated_index_bytes"], "the whole graph's index on every worker")
+
+
+def test_python_tasks_run_one_argument_each_and_return_in_order(spark):
+    from implementations.gj.python_tasks import run_tasks
+
+    def task(argument):
+        from pyspark import TaskContext
+
+        yield from ((argument, TaskContext.get().partitionId(), i) for i in range(argument % 3))
+
+    arguments = [5, 0, 7, 3, 4]
+    found = run_tasks(spark, arguments, task)
+    assert found == [(a, p, i) for p, a in enumerate(arguments) for i in range(a % 3)]
+    assert run_tasks(spark, [], task) == []
