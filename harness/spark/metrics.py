@@ -142,7 +142,8 @@ class SparkCounters:
             jobs = [j for j in self._get("/jobs") if j.get("jobGroup") in groups]
             if all(j["status"] in ("SUCCEEDED", "FAILED") for j in jobs):
                 stages = {s for j in jobs for s in j["stageIds"]}
-                pending = [s for s in self._get("/stages") if s["stageId"] in stages and s["status"] == "ACTIVE"]
+                # Only the active ones: the whole listing grows with the session (0.5 s at 6,000 stages).
+                pending = [s for s in self._get("/stages?status=active") if s["stageId"] in stages]
                 if not pending:
                     return jobs
             if time.monotonic() > deadline:
