@@ -78,6 +78,16 @@ def test_a_module_whose_source_or_an_imported_module_changed_has_another_key(tmp
     assert all(here[n] != there[n] for n in ("gj/extension_kernels", "local_gj", "extension/dataflow_kernels"))
 
 
+def test_an_import_inside_a_function_does_not_key_a_kernel(tmp_path):
+    """implementations.base imports the registry (every implementation) inside a function, which binds no
+    module global a kernel could call: a change to bigjoin.py leaves local-gj's key as it was."""
+    assert "    from implementations import REGISTRY\n" in (REPO / "implementations" / "base.py").read_text()
+    tree = _other_tree(tmp_path, changed="bigjoin")
+    for name, same in (("local_gj", True), ("shares", True), ("bigjoin", False)):
+        here = numba_cache.source_stamp(REPO / "implementations" / f"{name}.py")
+        assert (here == numba_cache.source_stamp(tree / "implementations" / f"{name}.py")) is same, name
+
+
 def test_the_cache_lives_under_the_user_s_cache_directory(monkeypatch, tmp_path):
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

@@ -3,8 +3,9 @@ the user's cache directory, so a machine compiles a kernel once, whatever checko
 
 numba's own locators key a cache file on its source file's path and modification time, so every fresh
 clone compiled every kernel again (minutes). This one keys it on content: the module's source and that
-of every project module it imports, transitively (a kernel inlines or calls theirs), so a changed kernel,
-or one whose callee changed, still compiles anew. numba adds the CPU (its index keys each compilation on
+of every project module it imports at module level, transitively (a kernel inlines or calls theirs; an
+import inside a function binds nothing a kernel sees), so a changed kernel, or one whose callee changed,
+still compiles anew. numba adds the CPU (its index keys each compilation on
 the target machine) and its own and Python's versions. The root is NUMBA_CACHE_DIR where set (a cluster's
 executors share one in the store), else $XDG_CACHE_HOME or ~/.cache, then subgraph-harness/kernels.
 
@@ -56,15 +57,28 @@ def _modules(top: Path) -> dict[str, Path]:
     return {module_name(p, top): p for package in PACKAGES for p in sorted((top / package).rglob("*.py"))}
 
 
+def _module_level(tree: ast.Module):
+    """The nodes of the statements a module runs as it is imported: not the bodies of its functions
+    (nor of its classes' methods), whose imports bind no module global, so no kernel can call what
+    they import (a kernel's callees and constants are module globals, and nopython code imports nothing)."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        todo += [c for c in ast.iter_child_nodes(node) if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+
+
 @functools.cache
 def imports(path: Path, top: Path) -> frozenset[str]:
-    """The project's modules that the module at `path` imports: `from a.b import c` names the module
-    a.b.c where there is one, else a.b (its __init__ where a.b is a package)."""
+    """The project's modules that the module at `path` imports as it is imported (`_module_level`):
+    `from a.b import c` names the module a.b.c where there is one, else a.b (its __init__ where a.b is
+    a package). The registry that implementations.base imports inside a function is not one of
+    local-gj's, so a change to any implementation does not recompile local-gj's kernels."""
     modules = _modules(top)
     name = module_name(path, top)
     base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_bytes())):
+    for node in _module_level(ast.parse(path.read_bytes())):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
