@@ -10,6 +10,8 @@ import pickle
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from implementations.gj.exchange import current_partition
+
 RESULT_SCHEMA = "result binary"
 
 
@@ -21,13 +23,10 @@ def run_tasks(spark, arguments: Sequence[Any], task: Callable[[Any], Iterable[An
 
     def each(batches):
         import pyarrow as pa
-        from pyspark import TaskContext
 
         for _ in batches:  # one row per partition, its index: the partition id says which argument
             pass
-        context = TaskContext.get()
-        assert context is not None  # a Spark task's
-        found = [pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in task(arguments[context.partitionId()])]
+        found = [pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL) for r in task(arguments[current_partition()])]
         yield pa.RecordBatch.from_pydict({"result": found}, schema=pa.schema([("result", pa.binary())]))
 
     n = len(arguments)
