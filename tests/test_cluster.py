@@ -109,14 +109,16 @@ def test_hosts_share_nothing_but_the_store(cluster, tmp_path):
     marker.write_text("x")
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
-    proc = subprocess.run(
-        [sys.executable, str(script), c.url, str(driver_file), str(store_file), str(REPO / ".cache")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable),
-    )
-    marker.unlink()
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(script), c.url, str(driver_file), str(store_file), str(REPO / ".cache")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable),
+        )
+    finally:
+        marker.unlink()  # not left in the checkout's .cache, whatever the probe did
     seen |= tree_pids(c)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("SEEN")), None)
     assert line is not None, proc.stderr[-3000:]
