@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from harness.core.errors import DataError
-from harness.data import canonical, datasets, generators
+from harness.data import canonical, datasets, generators, spark_hash
 from tests.strategies import messy_graphs
 
 MESSY = (
@@ -159,6 +159,38 @@ def test_rmat_is_partition_invariant(spark, spec):
     assert all(0 <= v < 2**params.scale for edge in runs[0] for v in edge)
 
 
+def _rmat_as_spark_expressions(spark, p: generators.RmatParams):
+    """R-MAT as it was defined before numpy computed it (every recorded count on an R-MAT graph was
+    made on these edges): one Spark SQL expression per endpoint, a level's draw `uniform(seed, id, level)`."""
+    index, src, dst = F.col("id"), F.lit(0).cast("bigint"), F.lit(0).cast("bigint")
+    for level in range(p.scale):
+        u = generators.uniform(p.seed, index, level)
+        bit = F.lit(1 << level).cast("bigint")
+        src = src + F.when(u >= p.a + p.b, bit).otherwise(0)
+        dst = dst + F.when(((u >= p.a) & (u < p.a + p.b)) | (u >= p.a + p.b + p.c), bit).otherwise(0)
+    if p.scramble:
+        mask = (1 << p.scale) - 1
+        src = (src * generators._SCRAMBLE_MUL + generators._SCRAMBLE_ADD).bitwiseAND(F.lit(mask))
+        dst = (dst * generators._SCRAMBLE_MUL + generators._SCRAMBLE_ADD).bitwiseAND(F.lit(mask))
+    return spark.range(0, p.ef * (1 << p.scale), numPartitions=2).select(src.alias("src"), dst.alias("dst"))
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "rmat:scale=12,ef=2,seed=1",
+        "rmat:scale=9,ef=3,a=0.7,b=0.1,c=0.1,seed=11,scramble=false",
+        "rmat:scale=5,ef=4,seed=4294967298",
+    ],
+)
+def test_numpy_rmat_places_every_edge_where_the_spark_expressions_do(spark, spec):
+    _, params = generators.parse_spec(spec)
+    want = [tuple(r) for r in _rmat_as_spark_expressions(spark, params).collect()]
+    got = list(zip(*(a.tolist() for a in generators.rmat_edges(params, np.arange(len(want), dtype=np.int64)))))
+    assert got == want
+    assert sorted(tuple(r) for r in generators.generate(spark, "rmat", params, 3).collect()) == sorted(want)
+
+
 def test_rmat_is_skewed_and_seeded(spark):
     kind, params = generators.parse_spec("rmat:scale=10,ef=8,seed=1")
     degrees = generators.generate(spark, kind, params, 2).select(F.explode(F.array("src", "dst")).alias("v")).groupBy("v").count()
@@ -223,18 +255,18 @@ def test_canonicalisation_agrees_with_python_sets(rows, semantics, tmp_path_fact
         want["degree_histogram"],
     )
     src, dst = (np.array([e[i] for e in sorted(want["edges"])], dtype=np.int64) for i in (0, 1))
-    assert got["fingerprint"] == f"{len(want['edges'])}:{sum(int(h) for h in canonical.spark_xxhash64(src, dst))}"
+    assert got["fingerprint"] == f"{len(want['edges'])}:{sum(int(h) for h in spark_hash.xxhash64_longs(src, dst))}"
 
 
 def test_the_fingerprint_hash_is_spark_s_xxhash64(spark):
-    """canonical.spark_xxhash64 (numpy) against Spark's own xxhash64, which every later load recomputes."""
+    """spark_hash.xxhash64_longs (numpy) against Spark's own xxhash64, which every later load recomputes."""
     rng = np.random.default_rng(7)
     extremes = [0, 1, -1, 2**63 - 1, -(2**63), 2**31, -(2**31) - 1]
     src = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 2000, dtype=np.int64), np.array(extremes, dtype=np.int64)])
     dst = np.concatenate([rng.integers(-(2**63), 2**63 - 1, 2000, dtype=np.int64), np.array(extremes[::-1], dtype=np.int64)])
     df = spark.createDataFrame(pa.table({"i": np.arange(len(src)), "src": src, "dst": dst}).to_pandas())
     spark_hashes = [r.h for r in df.orderBy("i").select(F.xxhash64("src", "dst").alias("h")).collect()]
-    assert canonical.spark_xxhash64(src, dst).tolist() == spark_hashes
+    assert spark_hash.xxhash64_longs(src, dst).tolist() == spark_hashes
 
 
 def test_a_large_relation_is_read_in_splits_and_merged_without_a_shuffle(spark, monkeypatch, tmp_path):

@@ -9,18 +9,15 @@ import os
 from pathlib import Path
 
 import duckdb
-import numpy as np
 import pyarrow as pa
+
+from harness.data.spark_hash import xxhash64_longs
 
 # DuckDB's working memory; past it the groupings spill to `scratch`. For the LiveJournal twin, 2 GB gives a peak of
 # 2.2 GiB (about twice its CSR of int64 lists both ways, 1.06 GiB); 1536MB gives 1.7 GiB and takes 4 s more.
 MEMORY_LIMIT = os.environ.get("HARNESS_CANON_MEMORY", "2GB")
 _BATCH = 1 << 20
 ROW_GROUP_ROWS = 122_880  # DuckDB's Parquet row groups, the smallest unit Spark splits a file into
-# Spark's XXH64 (org.apache.spark.sql.catalyst.expressions.XXH64) for 8-byte values, seed 42 as xxhash64 uses.
-_P1, _P2, _P3 = np.uint64(0x9E3779B185EBCA87), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9)
-_P4, _P5 = np.uint64(0x85EBCA77C2B2AE63), np.uint64(0x27D4EB2F165667C5)
-_SPARK_SEED = np.uint64(42)
 
 
 def canonicalize(raw: str | pa.Table, semantics: str, out_file: Path, scratch: Path) -> dict:
@@ -107,30 +104,7 @@ def _hash_sum(con, kept: str) -> int:
     reader = con.sql(f"SELECT lo, hi FROM pairs WHERE {kept}").to_arrow_reader(_BATCH)
     total = 0
     for batch in reader:
-        hashes = spark_xxhash64(batch.column(0).to_numpy(), batch.column(1).to_numpy())
+        hashes = xxhash64_longs(batch.column(0).to_numpy(), batch.column(1).to_numpy())
         # Exact: the high and low 32 bits summed apart cannot overflow int64 within a batch.
         total += (int((hashes >> 32).sum()) << 32) + int((hashes & 0xFFFFFFFF).sum())
     return total
-
-
-def spark_xxhash64(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Spark SQL's xxhash64(src, dst) of int64 columns, as int64."""
-    with np.errstate(over="ignore"):
-        first = _hash_long(src.astype(np.int64, copy=False).view(np.uint64), _SPARK_SEED)
-        return _hash_long(dst.astype(np.int64, copy=False).view(np.uint64), first).view(np.int64)
-
-
-def _hash_long(value: np.ndarray, seed) -> np.ndarray:
-    h = seed + _P5 + np.uint64(8)
-    h = h ^ (_rotl(value * _P2, 31) * _P1)
-    h = _rotl(h, 27) * _P1 + _P4
-    h ^= h >> np.uint64(33)
-    h *= _P2
-    h ^= h >> np.uint64(29)
-    h *= _P3
-    h ^= h >> np.uint64(32)
-    return h
-
-
-def _rotl(x: np.ndarray, bits: int) -> np.ndarray:
-    return (x << np.uint64(bits)) | (x >> np.uint64(64 - bits))
