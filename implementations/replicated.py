@@ -1,8 +1,8 @@
 """`replicated`: the whole graph on every worker, the plan a Spark user reaches for when the graph fits
 one (the paper's "naive parallelization"; GraphWCOJ/EdgeFrame). One Spark task reads the canonical
 edges from their Parquet files and builds local-gj's index (degree-ranked CSR lists) into the store,
-never through the driver; the query's tasks each memory-map that one copy (one per host) and run
-local-gj's Generic Join over a range of first vertices. The ranges are cut by estimated work (1 + d²
+never through the driver; each Python worker of the query reads it into its own memory once (as a
+broadcast is held per executor) and runs local-gj's Generic Join over ranges of first vertices. The ranges are cut by estimated work (1 + d²
 a vertex, d the length of its list that proposes the second position) and are many more than the
 workers, so an idle worker pulls the next one as Spark schedules tasks and a hub's range does not hold
 up the rest. Its memory model is the whole index on every worker."""
@@ -61,7 +61,7 @@ class Replicated(Implementation):
     anti_edges = True
     vertex_labels = True
     writes_matches = True
-    description = "the whole graph on every worker (one CSR in the store, memory-mapped), local-gj over ranges of first vertices"
+    description = "the whole graph on every worker (one CSR in the store, read into each worker's memory), local-gj over ranges of first vertices"
 
     def prepare(self) -> None:
         spec = self.ctx.spec
@@ -174,17 +174,31 @@ class RangeListing(NamedTuple):
     limit: int | None
 
 
+_held: dict[str, tuple[local_gj.SearchIndex, np.ndarray]] = {}  # this Python worker's copy of the index it last searched
+
+
+def held_index(root: str) -> tuple[local_gj.SearchIndex, np.ndarray]:
+    """This Python worker's own copy of the index at `root` and each rank's label, read into its memory
+    once (as a Spark broadcast is held once per executor) and kept for the run's next ranges. Not
+    memory-mapped: mapped pages are page cache, which workers on one machine share and a worker's
+    memory cap reclaims rather than counts, so the whole graph per worker would be neither measured
+    nor bounded. Arrays built in memory, typed as local-gj's own, so its warm kernels serve."""
+    if root not in _held:
+        _held.clear()  # the last run's copy goes before this one is read
+        index = local_gj.SearchIndex(
+            *(np.load(store.local_copy(f"{root}/{name}.npy")) for name in ("offsets", "values", "loops"))
+        )
+        _held[root] = index, np.load(store.local_copy(f"{root}/vertex_label.npy"))
+    return _held[root]
+
+
 def _range_search(root: str, plan: ExtensionPlan, keep: int, listing: RangeListing | None):
     """The task over one range of first vertices: local-gj's search on this host's copy of the index,
     counting and keeping the first `keep` matches, or (`listing`) listing them slice by slice."""
 
     def search(task: tuple[int, tuple[int, int]]):
         piece, (lo, hi) = task
-        # Copy-on-write: typed as local-gj's own arrays, so its warm kernels serve.
-        index = local_gj.SearchIndex(
-            *(mapped(f"{root}/{name}.npy", copy_on_write=True) for name in ("offsets", "values", "loops"))
-        )
-        vertex_label = mapped(f"{root}/vertex_label.npy", copy_on_write=True)
+        index, vertex_label = held_index(root)
         search_plan = local_gj.SearchPlan.of(plan)
         anti = local_gj.AntiRelations.of(plan.anti_count, plan.anti_pos, plan.anti_kind)
         labels = local_gj.Labels(plan.label, vertex_label) if (plan.label >= 0).any() else None
