@@ -34,6 +34,7 @@ from harness.bench import census, plots
 from harness.bench.record import RunRecord
 from harness.bench.tables import (
     balance_table,
+    capacity_table,
     critical_path_table,
     delta_table,
     fmt_int,
@@ -44,6 +45,7 @@ from harness.bench.tables import (
     scaling_tables,
     shares_table,
     summary_lines,
+    unexpected_capacity_lines,
 )
 from harness.core.errors import DataError, HarnessError
 from harness.core.results import RESULTS_DIR, expected_failure, new_run_id, passes, write_json_atomic
@@ -73,6 +75,8 @@ def _report_failures(records: list[RunRecord]) -> None:
             for c in r.checks:
                 for ex in c.get("counterexamples", []):
                     errors.print(f"    {c['name']}: {ex['kind']} x{ex['times']}: {ex['match']}")
+    for line in unexpected_capacity_lines(records):
+        errors.print(f"[yellow]{line}[/]", soft_wrap=True)
 
 
 def _query_label(query) -> str:
@@ -137,7 +141,7 @@ def _checked_workload(name: str, tier: str | None, trials: int | None = None, la
         wl.trials = trials
     if labels is not None:
         wl.labels = labels
-    for name in [*wl.expected_timeouts, *wl.expected_mem]:
+    for name in wl.named_implementations():
         implementations.get(name)  # a misspelt name would silently expect nothing
     for req in wl.requests():
         impl_cls = implementations.get(req.impl)
@@ -232,6 +236,7 @@ def _print_results(records: list[RunRecord], title: str, wide: bool) -> None:
         delta_table(records, "delta throughput by batch size (Figure 6)"),
         memory_model_table(records, "busiest worker's resident peak beside the cost model (docs/memory-cap.md)"),
         memory_grid_table(records, "who finishes under a memory cap per worker (status, resident peak)"),
+        capacity_table(records, "resources under a memory cap: busiest worker, beside what the workload expects (! where not)"),
         *scaling_tables(records),
     )
     _print_contests(records, wide)

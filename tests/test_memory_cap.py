@@ -100,6 +100,53 @@ def test_the_grid_has_a_row_per_implementation_and_W_and_a_column_per_cap_larges
     }
 
 
+def test_the_capacity_rows_put_each_run_s_resources_beside_what_the_workload_expects():
+    def record(impl, status, mem_expected, logical, count=None):
+        return RunRecord.from_json(
+            {
+                "implementation": impl,
+                "status": status,
+                "mem_expected": mem_expected,
+                "count": count,
+                "params": {"workers": 8, "memory_per_worker": "1g"},
+                "query": {"name": "triangle"},
+                "dataset": {"name": "g"},
+                "logical": logical,
+                "metrics": {
+                    "shuffle_bytes": 5 << 20,
+                    "spill_bytes": 0,
+                    "memory_cap": {
+                        "resident_peak_per_worker_bytes": [600 << 20, 700 << 20],
+                        "model": {"predicted_bytes": 90 << 20},
+                    },
+                },
+            }
+        )
+
+    bigjoin = {"index": {"bytes_per_worker": [80 << 20, 81 << 20]}, "prefixes_per_level": {"1": 400, "2": 1000}}
+    records = [
+        record("bigjoin", "OK", False, bigjoin, count=100),
+        record("replicated", "MEM", True, {}),
+        record("shares", "OK", True, {"max_cell_load": 1 << 20}, count=100),  # the workload expected MEM
+        record("binary", "MEM", False, {}),  # and OK
+    ]
+    rows = {x["implementation"]: x for x in tables.capacity_rows(records)}
+    assert rows["bigjoin"]["index_share_bytes"] == 81 << 20 and rows["bigjoin"]["largest_over_output"] == 10.0
+    assert rows["bigjoin"]["peak_bytes"] == 700 << 20 and rows["bigjoin"]["predicted_bytes"] == 90 << 20
+    assert rows["shares"]["index_share_bytes"] == 16 << 20  # its cell's tuples, 16 bytes each
+    assert {i: (x["expected"], x["as_expected"]) for i, x in rows.items()} == {
+        "bigjoin": ("OK", True),
+        "replicated": ("MEM", True),
+        "shares": ("MEM", False),
+        "binary": ("OK", False),
+    }
+    lines = tables.unexpected_capacity_lines(records)
+    assert lines == [
+        "not as expected: shares ended OK on triangle on g at W=8 under 1g per worker, where the workload expects MEM",
+        "not as expected: binary ended MEM on triangle on g at W=8 under 1g per worker, where the workload expects OK",
+    ]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -128,3 +128,42 @@ def test_expected_timeouts_as_a_mapping_give_each_implementation_its_own_timeout
     assert runs == {"binary": (7.5, True), "bigjoin": (100.0, False)}
     with pytest.raises(DataError, match=r"key 'expected_timeouts.binary' must be a positive number of seconds"):
         workload.load(str(write(tmp_path, base + "expected_timeouts: {binary: soon}\n")))
+
+
+def test_expected_mem_under_a_cap_of_its_own_expects_nothing_under_another(tmp_path):
+    base = (
+        "name: w\nqueries: [triangle]\ndatasets: [rmat-small]\nimplementations: [replicated, bigjoin]\n"
+        "params: {memory_per_worker: [1g, 640m]}\n"
+    )
+    wl = workload.load(str(write(tmp_path, base + "expected_mem: {640M: [replicated]}\n")))
+    runs = {(r.impl, r.params["memory_per_worker"]): r.mem_expected for r in wl.requests()}
+    assert runs == {
+        ("replicated", "1g"): False,
+        ("replicated", "640m"): True,
+        ("bigjoin", "1g"): False,
+        ("bigjoin", "640m"): False,
+    }
+    wl = workload.load(str(write(tmp_path, base + "expected_mem: [replicated]\n")))  # a list: under every cap
+    assert {(r.impl, r.params["memory_per_worker"]) for r in wl.requests() if r.mem_expected} == {
+        ("replicated", "1g"),
+        ("replicated", "640m"),
+    }
+    with pytest.raises(DataError, match=r"key 'expected_mem.lots' must be a size such as 640m"):
+        workload.load(str(write(tmp_path, base + "expected_mem: {lots: [replicated]}\n")))
+    with pytest.raises(DataError, match=r"key 'expected_mem.640m\[0\]' must be a str"):
+        workload.load(str(write(tmp_path, base + "expected_mem: {640m: [3]}\n")))
+
+
+def test_grow_with_workers_runs_each_graph_at_its_own_W_in_one_series(tmp_path):
+    base = "name: w\nqueries: [triangle]\ndatasets: [rmat-10, rmat-11, rmat-12]\nimplementations: [bigjoin, replicated]\n"
+    wl = workload.load(str(write(tmp_path, base + "workers: [1, 2, 4]\ngrow_with_workers: true\n")))
+    runs = sorted((r.dataset, r.workers, r.impl, r.series) for r in wl.requests())
+    grown = workload.WEAK_SCALING
+    assert runs == sorted(
+        (d, w, i, grown) for d, w in (("rmat-10", 1), ("rmat-11", 2), ("rmat-12", 4)) for i in ("bigjoin", "replicated")
+    )
+    assert all(r.series is None for r in workload.load(str(write(tmp_path, base + "workers: [1, 2]\n"))).requests())
+    with pytest.raises(DataError, match=r"key 'grow_with_workers' pairs datasets\[i\] with workers\[i\]: 3 datasets, 2 workers"):
+        workload.load(str(write(tmp_path, base + "workers: [1, 2]\ngrow_with_workers: true\n")))
+    with pytest.raises(DataError, match="key 'grow_with_workers' must be true or false"):
+        workload.load(str(write(tmp_path, base + "workers: [1, 2, 4]\ngrow_with_workers: maybe\n")))

@@ -56,3 +56,27 @@ def beside_model(record: RunRecord, resident_peaks: list[int], idle: list[int]) 
         "measured_over_model": round(peak / model.bytes_per_worker, 3),
         "above_idle_over_model": None if above_idle is None else round(above_idle / model.bytes_per_worker, 3),
     }
+
+
+def index_share_bytes(record: RunRecord) -> int | None:
+    """What a worker holds of the input by the run's counters: its index partition (BiGJoin family), the
+    whole index (replicated), its cell's tuples (Shares); None where a run recorded none."""
+    logical = record.logical
+    per_worker = (logical.get("index") or {}).get("bytes_per_worker")
+    if per_worker:
+        return max(per_worker)
+    if "replicated_index_bytes" in logical:
+        return logical["replicated_index_bytes"]
+    if "max_cell_load" in logical:
+        return logical["max_cell_load"] * TUPLE_BYTES
+    return None
+
+
+def largest_intermediate_rows(record: RunRecord) -> int | None:
+    """The largest intermediate result in rows: BiGJoin's largest level of prefixes, binary's largest
+    join output."""
+    logical = record.logical
+    levels = logical.get("prefixes_per_level")
+    if isinstance(levels, dict) and levels:
+        return max(int(v) for v in levels.values())
+    return logical.get("largest_intermediate_rows")

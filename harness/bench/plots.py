@@ -210,6 +210,8 @@ def memory_wall(records: list[RunRecord], path: Path) -> Path | None:
 # slope on log-log axes for an implementation (None: no prediction drawn). Shares' slopes use
 # Appendix F's tau*: per-cell load IN / W^(1/tau*), communication IN * W^(1 - 1/tau*).
 def _per_worker_slope(impl: str, tau: float | None) -> float | None:
+    if impl == "replicated":
+        return 0.0  # the whole graph on every worker
     return -1 / tau if impl == "shares" and tau else -1.0
 
 
@@ -231,10 +233,13 @@ def scaling(records: list[RunRecord], path: Path) -> list[Path]:
     from harness.bench import scaling as scaling_loads
 
     cases: dict[str, dict[str, list]] = {}
+    grown = set()  # weak-scaling cases: the input grows with W, so every slope but the rounds' is one more
     for r in records:
         measured = scaling_loads.loads(r)
         if measured is not None:
-            case = r.case_name
+            case = r.scaling_case
+            if r.series:
+                grown.add(case)
             tau = r.logical.get("tau_star")
             cases.setdefault(case, {}).setdefault(r.implementation, []).append((measured, tau))
     cases = {c: impls for c, impls in cases.items() if any(len({m.workers for m, _ in v}) > 2 for v in impls.values())}
@@ -257,6 +262,8 @@ def scaling(records: list[RunRecord], path: Path) -> list[Path]:
                 fitted = scaling_loads.fitted_slope(points)
                 ax.plot(w, y, "o-", color=f"C{i}", label=impl if fitted is None else f"{impl}: slope {fitted:+.2f}")
                 predicted = slope(impl, runs[0][1])
+                if predicted is not None and case in grown and title != "rounds":
+                    predicted += 1.0
                 if predicted is not None:
                     ax.plot(
                         w,
@@ -274,7 +281,8 @@ def scaling(records: list[RunRecord], path: Path) -> list[Path]:
             if ax.has_data():
                 ax.legend(fontsize=6)
         axes.flat[-1].axis("off")
-        fig.suptitle(f"Scaling with W, measured (solid) and modelled (dashed): {case}")
+        kind = "Weak scaling (the graph grows with W)" if case in grown else "Scaling with W"
+        fig.suptitle(f"{kind}, measured (solid) and modelled (dashed): {case}")
         fig.tight_layout()
         out = path.with_name(f"{path.stem}-{_file_part(case)}{path.suffix}")
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -70,6 +70,7 @@ class RunRecord:
     agreement: dict | None = field(default=None, metadata=_WITH_BATCHES)  # and the recompute's (null without one)
     traceback: str | None = field(default=None, metadata=_SOMETIMES)  # a failure's cause
     memory_cap_hit: dict | None = field(default=None, metadata=_SOMETIMES)  # a MEM: which worker, what was killed, in which phase
+    series: str | None = field(default=None, metadata=_SOMETIMES)  # runs plotted together across graphs (weak scaling)
     unknown: dict = field(default_factory=dict, metadata=_NOT_IN_FILE)  # a file's keys not named above, kept
     read_from: str | None = field(default=None, compare=False, metadata=_NOT_IN_FILE)  # its run directory (report)
 
@@ -112,6 +113,12 @@ class RunRecord:
     def case_name(self) -> str:
         """The run's query and graph, as tables and plots name a case: "clique4 on rmat-12"."""
         return f"{self.query_name} on {self.dataset_name}"
+
+    @property
+    def scaling_case(self) -> str:
+        """The case a scaling plot or table puts the run in: its case, or its query across a series of
+        graphs (weak scaling: "triangle on the graph grown with W")."""
+        return f"{self.query_name} on {self.series}" if self.series else self.case_name
 
     @property
     def run_key(self) -> str:

@@ -298,6 +298,10 @@ def _plots(runs: dict[str, list[RunRecord]], everything: list[RunRecord], out_di
         ("Shares over W (Appendix F)", plots.shares_w_sweep(everything, out_dir / "shares-w-sweep.png")),
         ("Delta throughput (Figure 6)", plots.delta_throughput(everything, out_dir / "delta-throughput.png")),
         ("The memory wall (workload memory)", plots.memory_wall(newest_run(runs.get("memory", [])), out_dir / "memory-wall.png")),
+        (
+            "Capacity: capped workers on a large graph (workload capacity)",
+            plots.memory_wall(newest_run(runs.get("capacity", [])), out_dir / "capacity-wall.png"),
+        ),
     ]
     lines = []
     for title, png in sections:
@@ -305,9 +309,16 @@ def _plots(runs: dict[str, list[RunRecord]], everything: list[RunRecord], out_di
         lines += [f"![{title}]({png.name})", ""] if png else ["No recorded runs for this plot.", ""]
         if title.startswith("Delta") and png:
             lines += _delta_table(everything)
-    lines += ["## Scaling with W (workload scaling)", ""]
-    figures = plots.scaling(runs.get("scaling", []), out_dir / "scaling.png")
-    lines += [line for png in figures for line in (f"![{png.stem}]({png.name})", "")] or ["No recorded runs for this plot.", ""]
+    for title, workload in (
+        ("Scaling with W (workload scaling)", "scaling"),
+        ("Weak scaling (workload weak-scaling)", "weak-scaling"),
+    ):
+        lines += [f"## {title}", ""]
+        figures = plots.scaling(runs.get(workload, []), out_dir / f"{workload}.png")
+        lines += [line for png in figures for line in (f"![{png.stem}]({png.name})", "")] or [
+            "No recorded runs for this plot.",
+            "",
+        ]
     return lines
 
 

@@ -111,6 +111,7 @@ class RunRequest:
     mem_expected: bool = False  # and a MEM (a memory cap too small for it: where it stops is the result)
     spark_floor: bool = False  # also time empty Spark jobs shaped like each phase's (time_breakdown.<phase>.spark_floor_s)
     labels: str | None = None  # a vertex label file for the dataset (--labels, a workload's `labels`), over the registry's
+    series: str | None = None  # runs plotted together across graphs (workload.WEAK_SCALING)
 
 
 def resolve_query(req: RunRequest, impl_cls, run_params: dict) -> tuple[JoinSpec, census.CensusPlan | None, dict]:
@@ -218,6 +219,7 @@ def _new_record(req: RunRequest) -> RunRecord:
         allow_unverified=req.allow_unverified,
         timeout_expected=req.timeout_expected,
         mem_expected=req.mem_expected,
+        series=req.series,
     )
 
 

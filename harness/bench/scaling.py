@@ -60,6 +60,8 @@ def loads(record: RunRecord) -> Loads | None:
     workers = record.params.get("workers", 1)
     rounds = _per_worker_rounds(record)
     index = (logical.get("index") or {}).get("bytes_per_worker")
+    if "replicated_index_bytes" in logical:  # the whole graph on every worker
+        index = [logical["replicated_index_bytes"]] * workers
     in_flight = None
     if "peak_prefixes_in_flight_per_worker" in logical:
         in_flight = Spread(logical["peak_prefixes_in_flight_per_worker"], logical["peak_prefixes_in_flight"] / workers)
@@ -84,7 +86,7 @@ def loads(record: RunRecord) -> Loads | None:
     busiest = max(stages, key=lambda s: s["max_task_records"])
     return Loads(
         workers,
-        None,
+        None if index is None else _spread(index, workers),
         None,
         None,
         Spread(busiest["max_task_records"], busiest["records"] / workers),

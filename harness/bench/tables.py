@@ -475,6 +475,88 @@ def memory_grid_table(records: list[RunRecord], title: str) -> Table | None:
     return table
 
 
+def capacity_rows(records: list[RunRecord]) -> list[dict]:
+    """Each capped run's resources beside what the workload expects of it (MEM where `expected_mem`
+    names it under this cap, else OK): the busiest worker's resident peak and the model's prediction,
+    its share of the index (or cell, or the whole graph), bytes shuffled and spilled, and the largest
+    intermediate result over the output (rows)."""
+    from harness.bench.memory_model import index_share_bytes, largest_intermediate_rows
+
+    rows = []
+    for r in records:
+        if not r.params.get("memory_per_worker"):
+            continue
+        model = r.memory_cap.get("model") or {}
+        peaks = r.memory_cap.get("resident_peak_per_worker_bytes") or []
+        largest = largest_intermediate_rows(r)
+        expected = "MEM" if r.mem_expected else "OK"
+        finished = r.status in ("OK", "UNVERIFIED", "VAL")
+        rows.append(
+            {
+                "case": r.case_name,
+                "implementation": r.implementation,
+                "workers": r.params.get("workers", 2),
+                "cap": r.params["memory_per_worker"],
+                "status": r.status,
+                "expected": expected,
+                "as_expected": r.status == expected or (expected == "OK" and finished),
+                "peak_bytes": max(peaks) if peaks else None,
+                "predicted_bytes": model.get("predicted_bytes"),
+                "index_share_bytes": index_share_bytes(r),
+                "shuffle_bytes": r.metrics.get("shuffle_bytes"),
+                "spill_bytes": r.metrics.get("spill_bytes"),
+                "largest_over_output": round(largest / r.count, 2) if largest is not None and r.count else None,
+            }
+        )
+    return rows
+
+
+def capacity_table(records: list[RunRecord], title: str) -> Table | None:
+    """capacity_rows as a table: a run that did not end as the workload expects is marked `!`."""
+    rows = capacity_rows(records)
+    if not rows:
+        return None
+    table = Table(title=title, box=box.SIMPLE)
+    for col in (
+        "case",
+        "impl",
+        "W",
+        "cap",
+        "status",
+        "expected",
+        "peak",
+        "model",
+        "index/worker",
+        "shuffled",
+        "spilled",
+        "largest÷out",
+    ):
+        table.add_column(col, justify="left" if col in ("case", "impl", "status", "expected") else "right")
+    for x in sorted(rows, key=lambda x: (x["case"], x["workers"], x["implementation"])):
+        table.add_row(
+            x["case"],
+            x["implementation"],
+            str(x["workers"]),
+            x["cap"],
+            x["status"] + ("" if x["as_expected"] else " !"),
+            x["expected"],
+            *(fmt_bytes(x[k]) if x[k] is not None else "-" for k in ("peak_bytes", "predicted_bytes", "index_share_bytes")),
+            *(fmt_bytes(x[k]) if x[k] is not None else "-" for k in ("shuffle_bytes", "spill_bytes")),
+            "-" if x["largest_over_output"] is None else f"{x['largest_over_output']:g}",
+        )
+    return table
+
+
+def unexpected_capacity_lines(records: list[RunRecord]) -> list[str]:
+    """One line per capped run that did not end as the workload expects."""
+    return [
+        f"not as expected: {x['implementation']} ended {x['status']} on {x['case']} at W={x['workers']} under "
+        f"{x['cap']} per worker, where the workload expects {x['expected']}"
+        for x in capacity_rows(records)
+        if not x["as_expected"]
+    ]
+
+
 def memory_model_table(records: list[RunRecord], title: str) -> Table | None:
     """Each finished capped run's busiest worker: measured peak, its idle before the run, the model and
     the ratios."""
@@ -510,7 +592,7 @@ def scaling_tables(records: list[RunRecord]) -> list[Table]:
     for r in records:
         measured = loads(r)
         if measured is not None:
-            cases.setdefault(r.case_name, []).append((r.implementation, measured))
+            cases.setdefault(r.scaling_case, []).append((r.implementation, measured))
     tables = []
     for case, rows in sorted(cases.items()):
         if len({m.workers for _, m in rows}) < 3:

@@ -13,6 +13,7 @@ import yaml
 from harness.bench.runner import RunRequest
 from harness.core import specs
 from harness.core.errors import DataError
+from harness.core.params import parse_size
 from harness.core.query import SEMANTICS, query_from_mapping
 from harness.data import updates
 from harness.verify.check import ORACLE_CHOICES
@@ -38,6 +39,7 @@ _SCALAR_KEYS = {
     "spark_floor",
     "expected_mem",
     "labels",
+    "grow_with_workers",
 }
 _KEYS = _LIST_KEYS | _SCALAR_KEYS | {"tiers"}
 
@@ -67,8 +69,11 @@ class Workload:
     # Implementations whose TIM is an expected result, each with its own timeout (None: timeout_s).
     expected_timeouts: dict[str, float | None] = field(default_factory=dict)
     spark_floor: bool = False  # time empty Spark jobs shaped like each run's query (Spark's floor)
-    expected_mem: list[str] = field(default_factory=list)  # implementations whose MEM is an expected result
+    # Implementations whose MEM is an expected result: under every cap (key ANY_CAP), or under a cap of its own.
+    expected_mem: dict[str, list[str]] = field(default_factory=dict)
     labels: str | None = None  # a vertex label file for every dataset (key `labels`, or bench --labels)
+    # Weak scaling: datasets[i] runs at workers[i] only (the graph grows with W), not at every W.
+    grow_with_workers: bool = False
 
     def requests(self) -> list[RunRequest]:
         """Every run, datasets outermost so each graph is loaded once; under a swept memory cap, the
@@ -80,6 +85,13 @@ class Workload:
         combos: Iterable[tuple[str, str, str, str, int, dict]] = itertools.product(
             self.datasets, self.semantics, self.queries, self.implementations, self.workers, grids or [{}]
         )
+        if self.grow_with_workers:
+            combos = (
+                (dataset, semantics, query, impl, workers, grid)
+                for (dataset, workers), semantics, query, impl, grid in itertools.product(
+                    zip(self.datasets, self.workers), self.semantics, self.queries, self.implementations, grids or [{}]
+                )
+            )
         if "memory_per_worker" in self.params:  # runs on the same capped workers (cap and W) together
             combos = (
                 (dataset, semantics, query, impl, workers, grid)
@@ -105,12 +117,32 @@ class Workload:
                         trial=trial,
                         allow_unverified=self.allow_unverified,
                         timeout_expected=impl in self.expected_timeouts,
-                        mem_expected=impl in self.expected_mem,
+                        mem_expected=self.mem_expected(impl, {**fixed, **grid}),
                         spark_floor=self.spark_floor,
                         labels=self.labels,
+                        series=WEAK_SCALING if self.grow_with_workers else None,
                     )
                 )
         return out
+
+    def mem_expected(self, impl: str, params: dict) -> bool:
+        """Whether the workload expects `impl` to end MEM under the run's cap (`params`)."""
+        if impl in self.expected_mem.get(ANY_CAP, []):
+            return True
+        cap = params.get("memory_per_worker")
+        return cap is not None and any(
+            impl in names and parse_size(key) == parse_size(str(cap))
+            for key, names in self.expected_mem.items()
+            if key != ANY_CAP
+        )
+
+    def named_implementations(self) -> list[str]:
+        """Every implementation an expectation names (a misspelt one would silently expect nothing)."""
+        return [*self.expected_timeouts, *(name for names in self.expected_mem.values() for name in names)]
+
+
+ANY_CAP = "*"
+WEAK_SCALING = "the graph grown with W"  # the series a grow_with_workers workload's runs belong to
 
 
 def resolve_path(name_or_path: str) -> Path:
@@ -229,13 +261,21 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         raise DataError(f"{path}: key 'spark_floor' must be true or false, got {spark_floor!r}")
     implementations = _as_list(data, "implementations", path, str)
     expected_timeouts = _expected_timeouts(data, path)
+    datasets = _as_list(data, "datasets", path, str)
+    grow = data.get("grow_with_workers", False)
+    if not isinstance(grow, bool):
+        raise DataError(f"{path}: key 'grow_with_workers' must be true or false, got {grow!r}")
+    if grow and len(datasets) != len(workers):
+        raise DataError(
+            f"{path}: key 'grow_with_workers' pairs datasets[i] with workers[i]: {len(datasets)} datasets, {len(workers)} workers"
+        )
     return Workload(
         name=str(data.get("name") or path.stem),
         path=path,
         description=description,
         queries=queries,
         semantics=semantics,
-        datasets=_as_list(data, "datasets", path, str),
+        datasets=datasets,
         implementations=implementations,
         workers=workers,
         trials=_number(data, "trials", path, 1, integer=True),
@@ -250,7 +290,8 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         allow_unverified=allow_unverified,
         expected_timeouts=expected_timeouts,
         spark_floor=spark_floor,
-        expected_mem=_as_list(data, "expected_mem", path, str, required=False),
+        expected_mem=_expected_mem(data, path),
+        grow_with_workers=grow,
         labels=_label_file(data, path),
     )
 
@@ -263,6 +304,24 @@ def _label_file(data: dict, path: Path) -> str | None:
     if not isinstance(value, str):
         raise DataError(f"{path}: key 'labels' must be the path of a label file, got {value!r}")
     return str(path.parent / value)
+
+
+def _expected_mem(data: dict, path: Path) -> dict[str, list[str]]:
+    """`expected_mem`: a list of implementations (MEM expected under every cap), or a mapping from a cap
+    (a size, as memory_per_worker gives it) to those expected to end MEM under it."""
+    value = data.get("expected_mem")
+    if not isinstance(value, dict):
+        names = _as_list(data, "expected_mem", path, str, required=False)
+        return {ANY_CAP: names} if names else {}
+    out: dict[str, list[str]] = {}
+    for cap, names in value.items():
+        try:
+            parse_size(str(cap))
+        except DataError:
+            raise DataError(f"{path}: key 'expected_mem.{cap}' must be a size such as 640m") from None
+        key = f"expected_mem.{cap}"
+        out[str(cap)] = _as_list({key: names}, key, path, str)
+    return out
 
 
 def _expected_timeouts(data: dict, path: Path) -> dict[str, float | None]:
