@@ -80,6 +80,21 @@ def test_the_scaling_table_and_figure_per_case_run_at_three_or_more_W(tmp_path):
     assert tables.scaling_tables(records[:2]) == [] and plots.scaling(records[:2], tmp_path / "s.png") == []
 
 
+def test_a_weak_scaling_series_is_one_case_across_its_graphs_and_holds_the_whole_graph_for_replicated(tmp_path):
+    grown = []
+    for scale, w in ((10, 1), (11, 2), (12, 4)):
+        for r in (_bigjoin(w, [[8] * w], [100] * w), _record("replicated", w, {"replicated_index_bytes": 100 * w})):
+            r.dataset["name"], r.series = f"rmat-{scale}", "the graph grown with W"
+            grown.append(r)
+    replicated = scaling.loads(grown[-1])
+    assert replicated.index_bytes == scaling.Spread(400, 400.0) and replicated.communication == 0  # nothing exchanged
+    assert {r.scaling_case for r in grown} == {"triangle on the graph grown with W"}
+    (table,) = tables.scaling_tables(grown)
+    assert table.row_count == 6
+    (figure,) = plots.scaling(grown, tmp_path / "weak.png")
+    assert figure.name == "weak-triangle-on-the-graph-grown-with-W.png" and figure.stat().st_size > 10_000
+
+
 def test_the_memory_wall_is_drawn_from_capped_runs(tmp_path):
     def capped(impl, cap, status, peak):
         r = _record(impl, 2, {})
