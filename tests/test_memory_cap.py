@@ -130,6 +130,11 @@ def test_the_capacity_rows_put_each_run_s_resources_beside_what_the_workload_exp
         record("shares", "OK", True, {"max_cell_load": 1 << 20}, count=100),  # the workload expected MEM
         record("binary", "MEM", False, {}),  # and OK
     ]
+    timed_out = record("binary", "TIM", True, {})
+    timed_out.timeout_expected = True
+    assert (
+        tables.capacity_rows([timed_out])[0]["expected"] == "MEM or TIM" and tables.capacity_rows([timed_out])[0]["as_expected"]
+    )
     rows = {x["implementation"]: x for x in tables.capacity_rows(records)}
     assert rows["bigjoin"]["index_share_bytes"] == 81 << 20 and rows["bigjoin"]["largest_over_output"] == 10.0
     assert rows["bigjoin"]["peak_bytes"] == 700 << 20 and rows["bigjoin"]["predicted_bytes"] == 90 << 20

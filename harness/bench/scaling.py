@@ -81,7 +81,9 @@ def loads(record: RunRecord) -> Loads | None:
             sum(max(r, default=0) for r in rounds),
         )
     stages = [s for s in metrics.get("per_round") or [] if s.get("phase") in ("index", "query")]
-    if not stages and "replicated_index_bytes" in logical:  # nothing exchanged: the graph is on every worker
+    if (
+        not stages and index is not None and "replicated_index_bytes" in logical
+    ):  # nothing exchanged: the graph is on every worker
         return Loads(workers, _spread(index, workers), None, None, Spread(0, 0), 0, 0, 0)
     if not stages:
         return None
