@@ -167,3 +167,11 @@ def test_grow_with_workers_runs_each_graph_at_its_own_W_in_one_series(tmp_path):
         workload.load(str(write(tmp_path, base + "workers: [1, 2]\ngrow_with_workers: true\n")))
     with pytest.raises(DataError, match="key 'grow_with_workers' must be true or false"):
         workload.load(str(write(tmp_path, base + "workers: [1, 2, 4]\ngrow_with_workers: maybe\n")))
+
+
+def test_fresh_executors_asks_for_a_session_per_run(tmp_path):
+    base = "name: w\nqueries: [triangle]\ndatasets: [rmat-small]\nimplementations: [bigjoin, shares]\n"
+    assert all(r.fresh_executors for r in workload.load(str(write(tmp_path, base + "fresh_executors: true\n"))).requests())
+    assert not any(r.fresh_executors for r in workload.load(str(write(tmp_path, base))).requests())
+    with pytest.raises(DataError, match="key 'fresh_executors' must be true or false"):
+        workload.load(str(write(tmp_path, base + "fresh_executors: 1\n")))

@@ -112,6 +112,7 @@ class RunRequest:
     spark_floor: bool = False  # also time empty Spark jobs shaped like each phase's (time_breakdown.<phase>.spark_floor_s)
     labels: str | None = None  # a vertex label file for the dataset (--labels, a workload's `labels`), over the registry's
     series: str | None = None  # runs plotted together across graphs (workload.WEAK_SCALING)
+    fresh_executors: bool = False  # under a cap: a session of its own (new executors), not the last run's grown ones
 
 
 def resolve_query(req: RunRequest, impl_cls, run_params: dict) -> tuple[JoinSpec, census.CensusPlan | None, dict]:
@@ -301,6 +302,16 @@ class Runner:
         self.close()
         self._capped = wanted
 
+    def _fresh_executors(self) -> None:
+        """A run on capped workers starts on executors of its own: the session stops (its executors, and
+        the heaps earlier runs grew in them, go) and the next starts new ones on the same workers, so what
+        a run measures does not depend on the runs before it. The graph is loaded again in it."""
+        if self._capped is None or self._spark is None:
+            return
+        spark_factory.stop_session()
+        self._spark, self._counters = None, None
+        self._graphs.clear()
+
     def _use_kernels(self, needed: frozenset[str]) -> None:
         """A session whose warm-up left out kernels this run calls is restarted with them (before the run's
         clock starts), so none compiles inside a timed phase."""
@@ -413,6 +424,8 @@ class Runner:
         spec, census_plan, record.query = resolve_query(req, impl_cls, run_params)
         listed = listing.check(run_params, impl_cls, census_plan is not None)
         self._use_cap(self._capped_workers(run_params["memory_per_worker"], impl_cls, req.workers))
+        if req.fresh_executors:
+            self._fresh_executors()
         self._use_kernels(kernels_needed(impl_cls, recompute_cls, spec, census_plan))
         return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, labelled_source(req, spec), census_plan, listed)
 

@@ -40,6 +40,7 @@ _SCALAR_KEYS = {
     "expected_mem",
     "labels",
     "grow_with_workers",
+    "fresh_executors",
 }
 _KEYS = _LIST_KEYS | _SCALAR_KEYS | {"tiers"}
 
@@ -74,6 +75,7 @@ class Workload:
     labels: str | None = None  # a vertex label file for every dataset (key `labels`, or bench --labels)
     # Weak scaling: datasets[i] runs at workers[i] only (the graph grows with W), not at every W.
     grow_with_workers: bool = False
+    fresh_executors: bool = False  # under a cap, each run on new executors (a session of its own)
 
     def requests(self) -> list[RunRequest]:
         """Every run, datasets outermost so each graph is loaded once; under a swept memory cap, the
@@ -121,6 +123,7 @@ class Workload:
                         spark_floor=self.spark_floor,
                         labels=self.labels,
                         series=WEAK_SCALING if self.grow_with_workers else None,
+                        fresh_executors=self.fresh_executors,
                     )
                 )
         return out
@@ -269,6 +272,9 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         raise DataError(
             f"{path}: key 'grow_with_workers' pairs datasets[i] with workers[i]: {len(datasets)} datasets, {len(workers)} workers"
         )
+    fresh = data.get("fresh_executors", False)
+    if not isinstance(fresh, bool):
+        raise DataError(f"{path}: key 'fresh_executors' must be true or false, got {fresh!r}")
     return Workload(
         name=str(data.get("name") or path.stem),
         path=path,
@@ -292,6 +298,7 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         spark_floor=spark_floor,
         expected_mem=_expected_mem(data, path),
         grow_with_workers=grow,
+        fresh_executors=fresh,
         labels=_label_file(data, path),
     )
 

@@ -121,7 +121,7 @@ class CappedWorkers:
 
     def start(self) -> str:
         """Start the workers (a cluster the user started: already running); returns the master's URL."""
-        if not self.owned and self.handle is not None:
+        if self.handle is not None:  # a cluster the user started, or these workers again (a fresh session)
             self.begin()
             return self.handle.url
         directory = store.new_scratch("capped-workers")
