@@ -2,10 +2,10 @@
 one (the paper's "naive parallelization"; GraphWCOJ/EdgeFrame). One Spark task reads the canonical
 edges from their Parquet files and builds local-gj's index (degree-ranked CSR lists) into the store,
 never through the driver; each Python worker of the query reads it into its own memory once (as a
-broadcast is held per executor) and runs local-gj's Generic Join over ranges of first vertices. The ranges are cut by estimated work (1 + d²
-a vertex, d the length of its list that proposes the second position) and are many more than the
-workers, so an idle worker pulls the next one as Spark schedules tasks and a hub's range does not hold
-up the rest. Its memory model is the whole index on every worker."""
+broadcast is held per executor) and runs local-gj's Generic Join over ranges of first vertices. The
+ranges are cut by estimated work (1 + d² a vertex, d the length of its list that proposes the second
+position) and are many more than the workers, so an idle worker pulls the next one as Spark
+schedules tasks and a hub's range does not hold up the rest. Its memory model is the whole index on every worker."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ def loads(record: RunRecord) -> Loads | None:
     workers = record.params.get("workers", 1)
     rounds = _per_worker_rounds(record)
     index = (logical.get("index") or {}).get("bytes_per_worker")
-    if "replicated_index_bytes" in logical:  # the whole graph on every worker
+    if "replicated_index_bytes" in logical:  # the whole graph on every worker, which exchanges nothing
         index = [logical["replicated_index_bytes"]] * workers
     in_flight = None
     if "peak_prefixes_in_flight_per_worker" in logical:
@@ -81,12 +81,10 @@ def loads(record: RunRecord) -> Loads | None:
             sum(max(r, default=0) for r in rounds),
         )
     stages = [s for s in metrics.get("per_round") or [] if s.get("phase") in ("index", "query")]
-    if (
-        not stages and index is not None and "replicated_index_bytes" in logical
-    ):  # nothing exchanged: the graph is on every worker
-        return Loads(workers, _spread(index, workers), None, None, Spread(0, 0), 0, 0, 0)
     if not stages:
-        return None
+        if index is None or "replicated_index_bytes" not in logical:
+            return None
+        return Loads(workers, _spread(index, workers), None, None, Spread(0, 0), 0, 0, 0)  # nothing exchanged
     busiest = max(stages, key=lambda s: s["max_task_records"])
     return Loads(
         workers,

@@ -14,11 +14,10 @@ def readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def mapped(stored: str, copy_on_write: bool = False) -> np.ndarray:
-    """This host's copy of a store file, memory-mapped: read-only, or (copy_on_write) typed writable for
-    kernels compiled for arrays built in memory, its pages still shared while nothing writes them."""
+def mapped(stored: str) -> np.ndarray:
+    """This host's copy of a store file, memory-mapped."""
     path = store.local_copy(stored)
     try:
-        return np.asarray(np.load(path, mmap_mode="c" if copy_on_write else "r"))  # a plain view, which numba accepts
+        return np.asarray(np.load(path, mmap_mode="r"))  # a plain read-only view, which numba accepts
     except ValueError:  # numpy cannot map an empty array
-        return np.load(path) if copy_on_write else readonly(np.load(path))
+        return readonly(np.load(path))
