@@ -73,8 +73,10 @@ def test_the_model_s_memory_per_worker_for_each_family():
 
 def test_the_scaling_table_and_figure_per_case_run_at_three_or_more_W(tmp_path):
     records = [_bigjoin(w, [[8 // w] * w], [100 // w] * w) for w in (1, 2, 4)]
-    (table,) = tables.scaling_tables(records)
+    table, slopes = tables.scaling_tables(records)
     assert [c.header for c in table.columns][:3] == ["impl", "W", "index"] and table.row_count == 3
+    index_row = [c._cells[0] for c in slopes.columns]
+    assert index_row == ["index bytes, busiest worker", "-1.00 / -1.00"]  # 100/W per worker: as the model
     (figure,) = plots.scaling(records, tmp_path / "scaling.png")
     assert figure.name == "scaling-triangle-on-g.png" and figure.stat().st_size > 10_000
     assert tables.scaling_tables(records[:2]) == [] and plots.scaling(records[:2], tmp_path / "s.png") == []
@@ -89,8 +91,11 @@ def test_a_weak_scaling_series_is_one_case_across_its_graphs_and_holds_the_whole
     replicated = scaling.loads(grown[-1])
     assert replicated.index_bytes == scaling.Spread(400, 400.0) and replicated.communication == 0  # nothing exchanged
     assert {r.scaling_case for r in grown} == {"triangle on the graph grown with W"}
-    (table,) = tables.scaling_tables(grown)
+    table, slopes = tables.scaling_tables(grown)
     assert table.row_count == 6
+    assert [c.header for c in slopes.columns] == ["quantity", "bigjoin", "replicated"]
+    index = [c._cells[0] for c in slopes.columns]  # bigjoin's share flat, replicated's whole graph grows with it
+    assert index == ["index bytes, busiest worker", "+0.00 / +0.00", "+1.00 / +1.00"]
     (figure,) = plots.scaling(grown, tmp_path / "weak.png")
     assert figure.name == "weak-triangle-on-the-graph-grown-with-W.png" and figure.stat().st_size > 10_000
 

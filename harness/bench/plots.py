@@ -206,43 +206,13 @@ def memory_wall(records: list[RunRecord], path: Path) -> Path | None:
     return path
 
 
-# Each quantity of scaling.Loads against W: its title, how to read it from Loads, and the model's
-# slope on log-log axes for an implementation (None: no prediction drawn). Shares' slopes use
-# Appendix F's tau*: per-cell load IN / W^(1/tau*), communication IN * W^(1 - 1/tau*).
-def _per_worker_slope(impl: str, tau: float | None) -> float | None:
-    if impl == "replicated":
-        return 0.0  # the whole graph on every worker
-    return -1 / tau if impl == "shares" and tau else -1.0
-
-
-SCALING_QUANTITIES = (
-    ("index bytes, busiest worker", lambda x: x.index_bytes and x.index_bytes.max, _per_worker_slope),
-    ("prefixes in flight, busiest worker", lambda x: x.in_flight and x.in_flight.max, lambda i, t: -1.0),
-    ("tuples received over all rounds, busiest worker", lambda x: x.received_total and x.received_total.max, _per_worker_slope),
-    ("tuples received in the worst round, busiest worker", lambda x: x.received_worst_round.max, _per_worker_slope),
-    ("communication: tuples shipped in all", lambda x: x.communication, lambda i, t: 1 - 1 / t if i == "shares" and t else 0.0),
-    ("critical path (MPC): Σ rounds, busiest worker", lambda x: x.critical_path, _per_worker_slope),
-    ("rounds", lambda x: x.rounds, lambda i, t: 0.0),
-)
-
-
 def scaling(records: list[RunRecord], path: Path) -> list[Path]:
     """Per query and graph, one panel per quantity against W (log-log): each implementation measured
     (solid, with its fitted slope) beside the model's slope from its smallest W (dashed). Written where some implementation
     ran at three or more W; returns the figures written (path with the case in its name)."""
     from harness.bench import scaling as scaling_loads
 
-    cases: dict[str, dict[str, list]] = {}
-    grown = set()  # weak-scaling cases: the input grows with W, so every slope but the rounds' is one more
-    for r in records:
-        measured = scaling_loads.loads(r)
-        if measured is not None:
-            case = r.scaling_case
-            if r.series:
-                grown.add(case)
-            tau = r.logical.get("tau_star")
-            cases.setdefault(case, {}).setdefault(r.implementation, []).append((measured, tau))
-    cases = {c: impls for c, impls in cases.items() if any(len({m.workers for m, _ in v}) > 2 for v in impls.values())}
+    cases = scaling_loads.cases(records)
     if not cases:
         return []
     import matplotlib
@@ -251,40 +221,29 @@ def scaling(records: list[RunRecord], path: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     written = []
-    for case, impls in sorted(cases.items()):
+    for case in cases:
         fig, axes = plt.subplots(2, 4, figsize=(19, 8.5))
-        for ax, (title, read, slope) in zip(axes.flat, SCALING_QUANTITIES):
-            for i, (impl, runs) in enumerate(sorted(impls.items())):
-                points = sorted((m.workers, read(m)) for m, _ in runs if read(m))
-                if not points:
-                    continue
-                w, y = zip(*points)
-                fitted = scaling_loads.fitted_slope(points)
-                ax.plot(w, y, "o-", color=f"C{i}", label=impl if fitted is None else f"{impl}: slope {fitted:+.2f}")
-                predicted = slope(impl, runs[0][1])
-                if predicted is not None and case in grown and title != "rounds":
-                    predicted += 1.0
-                if predicted is not None:
-                    ax.plot(
-                        w,
-                        [y[0] * (x / w[0]) ** predicted for x in w],
-                        "--",
-                        color=f"C{i}",
-                        alpha=0.5,
-                        label=f"model: slope {predicted:+.2f}",
-                    )
+        for ax, quantity in zip(axes.flat, scaling_loads.QUANTITIES):
+            for line in scaling_loads.slopes(case, quantity):
+                w, y = zip(*line.points)
+                color = f"C{sorted(case.runs).index(line.implementation)}"
+                fitted = "" if line.fitted is None else f": slope {line.fitted:+.2f}"
+                ax.plot(w, y, "o-", color=color, label=f"{line.implementation}{fitted}")
+                if line.model is not None:
+                    model = [y[0] * (x / w[0]) ** line.model for x in w]
+                    ax.plot(w, model, "--", color=color, alpha=0.5, label=f"model: slope {line.model:+.2f}")
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xlabel("W (logical workers)")
-            ax.set_title(title, fontsize=9)
+            ax.set_title(quantity.title, fontsize=9)
             ax.grid(True, which="both", alpha=0.3)
             if ax.has_data():
                 ax.legend(fontsize=6)
         axes.flat[-1].axis("off")
-        kind = "Weak scaling (the graph grows with W)" if case in grown else "Scaling with W"
-        fig.suptitle(f"{kind}, measured (solid) and modelled (dashed): {case}")
+        kind = "Weak scaling (the graph grows with W)" if case.grown else "Scaling with W"
+        fig.suptitle(f"{kind}, measured (solid) and modelled (dashed): {case.name}")
         fig.tight_layout()
-        out = path.with_name(f"{path.stem}-{_file_part(case)}{path.suffix}")
+        out = path.with_name(f"{path.stem}-{_file_part(case.name)}{path.suffix}")
         out.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out, dpi=100)
         plt.close(fig)

@@ -14,7 +14,7 @@ round's busiest (whose sum is its critical path)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from harness.bench.memory_model import TUPLE_BYTES
@@ -106,3 +106,87 @@ def fitted_slope(points: Sequence[tuple[float, float]]) -> float | None:
         return None
     mx, my = sum(x for x, _ in logs) / len(logs), sum(y for _, y in logs) / len(logs)
     return sum((x - mx) * (y - my) for x, y in logs) / sum((x - mx) ** 2 for x, _ in logs)
+
+
+# The model's slope (log-log, against W at a fixed input) of a per-worker quantity for an implementation
+# (None: no prediction). Shares' slopes use Appendix F's tau*: per-cell load IN / W^(1/tau*),
+# communication IN * W^(1 - 1/tau*).
+def _per_worker_slope(impl: str, tau: float | None) -> float | None:
+    if impl == "replicated":
+        return 0.0  # the whole graph on every worker
+    return -1 / tau if impl == "shares" and tau else -1.0
+
+
+class Quantity(NamedTuple):
+    title: str
+    read: Callable[[Loads], float | None]
+    model_slope: Callable[[str, float | None], float | None]  # impl, tau*: at a fixed input
+    grows_with_input: bool = True  # in weak scaling the input grows as W: its slope is one more
+
+
+QUANTITIES = (
+    Quantity("index bytes, busiest worker", lambda x: x.index_bytes and x.index_bytes.max, _per_worker_slope),
+    Quantity("prefixes in flight, busiest worker", lambda x: x.in_flight and x.in_flight.max, lambda i, t: -1.0),
+    Quantity(
+        "tuples received over all rounds, busiest worker",
+        lambda x: x.received_total and x.received_total.max,
+        _per_worker_slope,
+    ),
+    Quantity("tuples received in the worst round, busiest worker", lambda x: x.received_worst_round.max, _per_worker_slope),
+    Quantity(
+        "communication: tuples shipped in all",
+        lambda x: x.communication,
+        lambda i, t: 1 - 1 / t if i == "shares" and t else 0.0,
+    ),
+    Quantity("critical path (MPC): Σ rounds, busiest worker", lambda x: x.critical_path, _per_worker_slope),
+    Quantity("rounds", lambda x: x.rounds, lambda i, t: 0.0, grows_with_input=False),
+)
+
+
+def model_slope(quantity: Quantity, impl: str, tau: float | None, grown: bool) -> float | None:
+    """The model's slope for the quantity against W; in a weak-scaling series (grown) the input grows as W."""
+    slope = quantity.model_slope(impl, tau)
+    return slope + 1.0 if slope is not None and grown and quantity.grows_with_input else slope
+
+
+class Case(NamedTuple):
+    """One query and graph (or weak-scaling series) run at several W: each implementation's loads with its tau*."""
+
+    name: str
+    grown: bool
+    runs: dict[str, list[tuple[Loads, float | None]]]
+
+
+def cases(records: Sequence[RunRecord], min_workers: int = 3) -> list[Case]:
+    """The cases some implementation ran at min_workers or more W, by name."""
+    found: dict[str, Case] = {}
+    for r in records:
+        measured = loads(r)
+        if measured is not None:
+            case = found.setdefault(r.scaling_case, Case(r.scaling_case, False, {}))
+            if r.series:
+                found[r.scaling_case] = case = case._replace(grown=True)
+            case.runs.setdefault(r.implementation, []).append((measured, r.logical.get("tau_star")))
+    return sorted(
+        (c for c in found.values() if any(len({m.workers for m, _ in v}) >= min_workers for v in c.runs.values())),
+        key=lambda c: c.name,
+    )
+
+
+class Slope(NamedTuple):
+    implementation: str
+    quantity: str
+    points: list[tuple[int, float]]  # (W, value), by W
+    fitted: float | None
+    model: float | None
+
+
+def slopes(case: Case, quantity: Quantity) -> list[Slope]:
+    """Per implementation of the case, the quantity's points against W, its fitted slope and the model's."""
+    out = []
+    for impl, runs in sorted(case.runs.items()):
+        points = sorted((m.workers, value) for m, _ in runs if (value := quantity.read(m)))
+        if points:
+            model = model_slope(quantity, impl, runs[0][1], case.grown)
+            out.append(Slope(impl, quantity.title, points, fitted_slope(points), model))
+    return out

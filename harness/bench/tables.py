@@ -584,21 +584,16 @@ def memory_model_table(records: list[RunRecord], title: str) -> Table | None:
 
 def scaling_tables(records: list[RunRecord]) -> list[Table]:
     """Per query and graph run at several W: each implementation's loads per W (the busiest worker's;
-    harness/bench/scaling.py), the numbers behind the scaling plots."""
-    from harness.bench.scaling import Loads, loads
+    harness/bench/scaling.py), the numbers behind the scaling plots, then each quantity's fitted slope
+    against W beside the model's."""
+    from harness.bench import scaling
 
-    cases: dict[str, list[tuple[str, Loads]]] = {}
-    for r in records:
-        measured = loads(r)
-        if measured is not None:
-            cases.setdefault(r.scaling_case, []).append((r.implementation, measured))
     tables = []
-    for case, rows in sorted(cases.items()):
-        if len({m.workers for _, m in rows}) < 3:
-            continue
-        table = Table(title=f"loads against W: {case} (busiest worker)", box=box.SIMPLE_HEAD, pad_edge=False)
+    for case in scaling.cases(records):
+        table = Table(title=f"loads against W: {case.name} (busiest worker)", box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("impl", "W", "index", "in flight", "received", "worst round", "shipped", "rounds", "crit. path"):
             table.add_column(col, justify="left" if col == "impl" else "right")
+        rows = [(impl, m) for impl, runs in case.runs.items() for m, _ in runs]
         for impl, m in sorted(rows, key=lambda row: (row[0], row[1].workers)):
             table.add_row(
                 impl,
@@ -612,4 +607,28 @@ def scaling_tables(records: list[RunRecord]) -> list[Table]:
                 fmt_int(m.critical_path),
             )
         tables.append(table)
+        tables.append(slopes_table(case))
     return tables
+
+
+def slopes_table(case) -> Table:
+    """A scaling case's fitted log-log slopes against W, each beside the model's (fitted / model)."""
+    from harness.bench import scaling
+
+    table = Table(title=f"slopes against W: {case.name} (fitted / model)", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("quantity")
+    impls = sorted(case.runs)
+    for impl in impls:
+        table.add_column(impl, justify="right")
+    for quantity in scaling.QUANTITIES:
+        by_impl = {s.implementation: s for s in scaling.slopes(case, quantity)}
+        cells = [_slope_cell(by_impl.get(impl)) for impl in impls]
+        if any(cell != "-" for cell in cells):
+            table.add_row(quantity.title, *cells)
+    return table
+
+
+def _slope_cell(slope) -> str:
+    if slope is None or slope.fitted is None:
+        return "-"
+    return f"{slope.fitted:+.2f} / " + ("?" if slope.model is None else f"{slope.model:+.2f}")

@@ -151,13 +151,18 @@ class VersionedIndex:
             "overlay_entries": int(s[:, 3].sum()) if len(s) else 0,
             "entries_per_worker": entries.tolist(),
             "entries_max_over_mean": max_over_mean(entries),
+            "bytes_per_worker": self.bytes_per_worker().tolist(),
             "bytes_on_disk": int(s[:, 5].sum()) if len(s) else 0,
         }
 
-    def partition_bytes(self) -> int:
-        """The largest worker's lists in memory: keys with their offsets, base and overlay entries."""
+    def bytes_per_worker(self) -> np.ndarray:
+        """Each worker's lists in memory: keys with their offsets, base and overlay entries."""
         s = self.sizes
-        return int((20 * (s[:, 0] + s[:, 2]) + 4 * s[:, 1] + 5 * s[:, 3]).max(initial=0)) if len(s) else 0
+        return 20 * (s[:, 0] + s[:, 2]) + 4 * s[:, 1] + 5 * s[:, 3] if len(s) else np.zeros(0, np.int64)
+
+    def partition_bytes(self) -> int:
+        """The largest worker's lists in memory."""
+        return int(self.bytes_per_worker().max(initial=0))
 
     def overlay_share(self) -> float:
         s = self.sizes
