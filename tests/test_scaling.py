@@ -126,3 +126,30 @@ def test_the_fitted_slope_is_the_log_log_least_squares_line():
     assert scaling.fitted_slope([(1, 64.0), (4, 16.0), (16, 4.0), (64, 1.0)]) == pytest.approx(-1.0)
     assert scaling.fitted_slope([(2, 10.0), (8, 40.0), (8, 0.0)]) == pytest.approx(1.0)  # a zero has no logarithm
     assert scaling.fitted_slope([(4, 10.0)]) is None
+
+
+def test_a_capped_series_is_its_own_case_and_adds_each_worker_s_resident_peak_above_idle(tmp_path):
+    runs = []
+    for w in (1, 2, 4):
+        r = _bigjoin(w, [[8] * w], [100] * w)
+        r.params["memory_per_worker"] = "1g"
+        r.metrics["memory_cap"] = {
+            "resident_peak_per_worker_bytes": [500 + 10 * i for i in range(w)],
+            "resident_idle_per_worker_bytes": [400] * w,
+        }
+        runs.append(r)
+    assert scaling.loads(runs[-1]).above_idle == scaling.Spread(130, 115.0)  # 100..130 above an idle 400
+    assert runs[0].scaling_case == "triangle on g, capped at 1g"  # never mixed with the uncapped runs
+    uncapped = [_bigjoin(w, [[8] * w], [100] * w) for w in (1, 2, 4)]
+    found = tables.scaling_tables(runs + uncapped)
+    assert [t.title.split(": ")[1] for t in found[::2]] == [
+        "triangle on g (busiest worker)",
+        "triangle on g, capped at 1g (busiest worker)",
+    ]
+    assert found[0].columns[-1].header == "crit. path"  # no peaks: no column for them
+    table, slopes = found[2:]
+    assert table.columns[-1].header == "above idle" and table.columns[-1]._cells == ["100 B", "110 B", "130 B"]
+    rows = dict(zip(slopes.columns[0]._cells, slopes.columns[1]._cells))
+    assert rows["resident peak above idle, busiest worker"].endswith("/ -1.00")  # fixed input: the model's share falls
+    (_, figure) = plots.scaling(runs + uncapped, tmp_path / "s.png")
+    assert figure.name == "s-triangle-on-g--capped-at-1g.png" and figure.stat().st_size > 10_000

@@ -223,7 +223,7 @@ def scaling(records: list[RunRecord], path: Path) -> list[Path]:
     written = []
     for case in cases:
         fig, axes = plt.subplots(2, 4, figsize=(19, 8.5))
-        for ax, quantity in zip(axes.flat, scaling_loads.QUANTITIES):
+        for ax, quantity in zip(axes.flat, scaling_loads.QUANTITIES):  # eight panels, the last empty if uncapped
             for line in scaling_loads.slopes(case, quantity):
                 w, y = zip(*line.points)
                 color = f"C{sorted(case.runs).index(line.implementation)}"
@@ -239,7 +239,8 @@ def scaling(records: list[RunRecord], path: Path) -> list[Path]:
             ax.grid(True, which="both", alpha=0.3)
             if ax.has_data():
                 ax.legend(fontsize=6)
-        axes.flat[-1].axis("off")
+        if not axes.flat[-1].has_data():
+            axes.flat[-1].axis("off")
         kind = "Weak scaling (the graph grows with W)" if case.grown else "Scaling with W"
         fig.suptitle(f"{kind}, measured (solid) and modelled (dashed): {case.name}")
         fig.tight_layout()

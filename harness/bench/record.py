@@ -117,8 +117,10 @@ class RunRecord:
     @property
     def scaling_case(self) -> str:
         """The case a scaling plot or table puts the run in: its case, or its query across a series of
-        graphs (weak scaling: "triangle on the graph grown with W")."""
-        return f"{self.query_name} on {self.series}" if self.series else self.case_name
+        graphs (weak scaling: "triangle on the graph grown with W"), with its cap per worker if it ran under one."""
+        case = f"{self.query_name} on {self.series}" if self.series else self.case_name
+        cap = self.params.get("memory_per_worker")
+        return f"{case}, capped at {cap}" if cap else case
 
     @property
     def run_key(self) -> str:

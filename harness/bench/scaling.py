@@ -5,7 +5,8 @@ quantities `workloads/scaling.yaml` plots against W (one value per run; max and 
 - in flight: the BiGJoin family's prefixes held at once (its peak, the batch B' bounds);
 - received: tuples a worker received, summed over rounds and in the worst round;
 - communication: tuples shipped in all; rounds;
-- critical path: the MPC model's time, summed over rounds the tuples the busiest worker received.
+- critical path: the MPC model's time, summed over rounds the tuples the busiest worker received;
+- resident above idle: under a cap, the busiest worker's resident peak less its idle resident size.
 
 Binary's loads come from Spark's shuffle: per round (stage), the largest and the mean task's records
 read (a task per logical worker), so its busiest worker summed over rounds is not known, only each
@@ -35,6 +36,7 @@ class Loads(NamedTuple):
     communication: int
     rounds: int
     critical_path: int
+    above_idle: Spread | None = None  # resident peak less idle, under a cap (the worker's own memory)
 
 
 def _spread(values: Sequence[float], workers: int) -> Spread:
@@ -51,10 +53,22 @@ def _per_worker_rounds(record: RunRecord) -> list[list[int]] | None:
     return None
 
 
+def _above_idle(record: RunRecord, workers: int) -> Spread | None:
+    cap = record.metrics.get("memory_cap") or {}
+    peaks, idle = cap.get("resident_peak_per_worker_bytes"), cap.get("resident_idle_per_worker_bytes")
+    if not peaks or not idle:
+        return None
+    return _spread([max(0, p - i) for p, i in zip(peaks, idle)], workers)
+
+
 def loads(record: RunRecord) -> Loads | None:
-    """The run's loads, or None for a run that did not finish, ran in the driver or ran under a memory
-    cap (a memory experiment: its loads are those of the same run uncapped)."""
-    if not record.finished or record.params.get("memory_per_worker"):
+    """The run's loads, or None for a run that did not finish or ran in the driver."""
+    loads_ = _counted_loads(record)
+    return loads_ and loads_._replace(above_idle=_above_idle(record, loads_.workers))
+
+
+def _counted_loads(record: RunRecord) -> Loads | None:
+    if not record.finished:
         return None
     logical, metrics = record.logical, record.metrics
     workers = record.params.get("workers", 1)
@@ -140,6 +154,7 @@ QUANTITIES = (
     ),
     Quantity("critical path (MPC): Σ rounds, busiest worker", lambda x: x.critical_path, _per_worker_slope),
     Quantity("rounds", lambda x: x.rounds, lambda i, t: 0.0, grows_with_input=False),
+    Quantity("resident peak above idle, busiest worker", lambda x: x.above_idle and x.above_idle.max, _per_worker_slope),
 )
 
 

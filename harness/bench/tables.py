@@ -591,9 +591,11 @@ def scaling_tables(records: list[RunRecord]) -> list[Table]:
     tables = []
     for case in scaling.cases(records):
         table = Table(title=f"loads against W: {case.name} (busiest worker)", box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("impl", "W", "index", "in flight", "received", "worst round", "shipped", "rounds", "crit. path"):
-            table.add_column(col, justify="left" if col == "impl" else "right")
         rows = [(impl, m) for impl, runs in case.runs.items() for m, _ in runs]
+        capped = any(m.above_idle for _, m in rows)
+        columns = ("impl", "W", "index", "in flight", "received", "worst round", "shipped", "rounds", "crit. path")
+        for col in columns + (("above idle",) if capped else ()):
+            table.add_column(col, justify="left" if col == "impl" else "right")
         for impl, m in sorted(rows, key=lambda row: (row[0], row[1].workers)):
             table.add_row(
                 impl,
@@ -605,6 +607,7 @@ def scaling_tables(records: list[RunRecord]) -> list[Table]:
                 fmt_int(m.communication),
                 str(m.rounds),
                 fmt_int(m.critical_path),
+                *((fmt_bytes(m.above_idle.max) if m.above_idle else "-",) if capped else ()),
             )
         tables.append(table)
         tables.append(slopes_table(case))
