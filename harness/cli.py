@@ -30,7 +30,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from harness.bench import census, plots
+from harness.bench import census, plots, projection
 from harness.bench.record import RunRecord
 from harness.bench.tables import (
     balance_table,
@@ -271,6 +271,8 @@ def cmd_bench(args) -> int:
     out_dir = Path(args.results) if args.results else RESULTS_DIR / "runs" / f"{new_run_id()}-{_slug(wl.name)}"
     records = _execute(wl, args.master, out_dir)
     _print_results(records, f"{wl.name} ({wl.tier} tier)", args.wide)
+    if wl.projection:
+        _print_present(*projection.tables(records, wl.projection))
     for plot in (
         plots.shares_w_sweep(records, out_dir / "shares-w-sweep.png"),
         plots.skew_crossover(records, out_dir / "skew-crossover.png"),

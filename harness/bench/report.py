@@ -203,6 +203,7 @@ def build(runs_dir: Path, out_dir: Path) -> Path:
     lines += _overview(runs)
     lines += _per_workload(runs, out_dir)
     lines += _plots(runs, everything, out_dir)
+    lines += _projection(runs)
     lines += _peers(runs_dir)
     page = out_dir / "index.md"
     page.write_text("\n".join(lines) + "\n")
@@ -319,6 +320,26 @@ def _plots(runs: dict[str, list[RunRecord]], everything: list[RunRecord], out_di
             "No recorded runs for this plot.",
             "",
         ]
+    return lines
+
+
+PROJECTED_FROM = ("weak-scaling", "capacity")  # the workloads whose runs the projection is fitted to
+
+
+def _projection(runs: dict[str, list[RunRecord]]) -> list[str]:
+    """Past this machine: weak-scaling's projection, fitted to the weak-scaling and capacity runs."""
+    from harness.bench import projection, workload
+
+    spec = workload.load(PROJECTED_FROM[0]).projection
+    records = [r for name in PROJECTED_FROM for r in runs.get(name, [])]
+    fits = projection.fit(projection.points(records))
+    lines = ["## Past this machine, on paper (weak-scaling's projection)", ""]
+    if spec is None or not fits:
+        return lines + ["No recorded runs to fit it to.", ""]
+    lines += [f"Fitted to the runs of {', '.join(PROJECTED_FROM)}, by harness/bench/projection.py:", ""]
+    lines += [f"- {line}" for line in projection.fit_lines(fits)] + [""]
+    lines += _md_table(projection.PROJECTION_HEADER, projection.projection_rows(fits, spec)) + [""]
+    lines += _md_table(projection.CHECK_HEADER, projection.check_rows(projection.points(records), fits)) + [""]
     return lines
 
 

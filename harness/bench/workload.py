@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.bench.projection import ProjectionSpec, parse_spec
 from harness.bench.runner import RunRequest
 from harness.core import specs
 from harness.core.errors import DataError
@@ -41,6 +42,7 @@ _SCALAR_KEYS = {
     "labels",
     "grow_with_workers",
     "fresh_executors",
+    "projection",
 }
 _KEYS = _LIST_KEYS | _SCALAR_KEYS | {"tiers"}
 
@@ -76,6 +78,7 @@ class Workload:
     # Weak scaling: datasets[i] runs at workers[i] only (the graph grows with W), not at every W.
     grow_with_workers: bool = False
     fresh_executors: bool = False  # under a cap, each run on new executors (a session of its own)
+    projection: ProjectionSpec | None = None  # past this machine, from these runs (harness/bench/projection.py)
 
     def requests(self) -> list[RunRequest]:
         """Every run, datasets outermost so each graph is loaded once; under a swept memory cap, the
@@ -299,6 +302,7 @@ def _build(data: dict, path: Path, tier: str) -> Workload:
         expected_mem=_expected_mem(data, path),
         grow_with_workers=grow,
         fresh_executors=fresh,
+        projection=parse_spec(data.get("projection"), str(path)),
         labels=_label_file(data, path),
     )
 
