@@ -31,7 +31,6 @@ from implementations.indices.distributed_index import max_over_mean, new_root
 
 RANGES_PER_WORKER = 16  # ranges of first vertices per worker: idle workers pull the rest
 FIRST_SLICE_LIMITED = 1  # vertices in a listing range's first slice with a limit (each next 4x): it stops soon after N
-INDEX_FILES = ("ids", "offsets", "values", "loops", "vertex_label")
 
 
 class StoredIndex(NamedTuple):
@@ -39,7 +38,7 @@ class StoredIndex(NamedTuple):
 
     root: str
     vertices: int
-    bytes: int  # what every worker maps: the whole index
+    bytes: int  # what every worker holds: the whole index, the lists its pattern reads
     ranges: list[tuple[int, int]]  # [lo, hi) of first vertices (ranks), by estimated work
 
 
@@ -138,10 +137,14 @@ def _index_builder(edges: str, labels: str | None, undirected: bool, plan: Exten
 
             plan.rank_labels(index.ids, *label_files.read_arrays(Path(labels)))
             vertex_label = plan.vertex_label
-        arrays = dict(zip(INDEX_FILES, (index.ids, index.offsets, index.values, index.loops, vertex_label)))
-        for name, array in arrays.items():
+        kinds = sorted(local_gj.used_kinds(plan))  # a triangle reads FORWARD alone: the other rows are empty
+        held = {"offsets": index.offsets, "loops": index.loops, "kinds": np.array(kinds, np.int64)}
+        held |= {f"values-{k}": index.values[k] for k in kinds}
+        if labels is not None:
+            held["vertex_label"] = vertex_label
+        for name, array in {**held, "ids": index.ids}.items():
             store.save_to_store(os.path.join(root, f"{name}.npy"), np.ascontiguousarray(array))
-        size = sum(a.nbytes for a in arrays.values())
+        size = sum(a.nbytes for a in held.values())
         yield StoredIndex(root, len(index.ids), size, work_ranges(_proposing_degree(index, plan), pieces))
 
     return build
@@ -177,18 +180,28 @@ class RangeListing(NamedTuple):
 _held: dict[str, tuple[local_gj.SearchIndex, np.ndarray]] = {}  # this Python worker's copy of the index it last searched
 
 
-def held_index(root: str) -> tuple[local_gj.SearchIndex, np.ndarray]:
+def held_index(root: str, labelled: bool) -> tuple[local_gj.SearchIndex, np.ndarray]:
     """This Python worker's own copy of the index at `root` and each rank's label, read into its memory
     once (as a Spark broadcast is held once per executor) and kept for the run's next ranges. Not
     memory-mapped: mapped pages are page cache, which workers on one machine share and a worker's
     memory cap reclaims rather than counts, so the whole graph per worker would be neither measured
-    nor bounded. Arrays built in memory, typed as local-gj's own, so its warm kernels serve."""
+    nor bounded. Arrays built in memory, typed as local-gj's own, so its warm kernels serve: the
+    lists the pattern reads are rows of local-gj's (K, *) values, whose other rows stay zero pages the
+    worker never touches (and so never holds). Labels only for a labelled pattern (else -1 unread)."""
     if root not in _held:
         _held.clear()  # the last run's copy goes before this one is read
-        index = local_gj.SearchIndex(
-            *(np.load(store.local_copy(f"{root}/{name}.npy")) for name in ("offsets", "values", "loops"))
-        )
-        _held[root] = index, np.load(store.local_copy(f"{root}/vertex_label.npy"))
+
+        def read(name: str, mmap_mode=None) -> np.ndarray:
+            return np.load(store.local_copy(f"{root}/{name}.npy"), mmap_mode=mmap_mode)
+
+        offsets, loops = read("offsets"), read("loops")
+        rows = {int(k): read(f"values-{k}", "r") for k in read("kinds")}  # copied into memory below
+        values = np.zeros((len(offsets), max(1, max(len(v) for v in rows.values()))), np.int64)
+        for k, row in rows.items():
+            values[k, : len(row)] = row
+        del rows
+        vertex_label = read("vertex_label") if labelled else np.full(0, -1, np.int64)
+        _held[root] = local_gj.SearchIndex(offsets, values, loops), vertex_label
     return _held[root]
 
 
@@ -198,10 +211,11 @@ def _range_search(root: str, plan: ExtensionPlan, keep: int, listing: RangeListi
 
     def search(task: tuple[int, tuple[int, int]]):
         piece, (lo, hi) = task
-        index, vertex_label = held_index(root)
+        labelled = bool((plan.label >= 0).any())
+        index, vertex_label = held_index(root, labelled)
         search_plan = local_gj.SearchPlan.of(plan)
         anti = local_gj.AntiRelations.of(plan.anti_count, plan.anti_pos, plan.anti_kind)
-        labels = local_gj.Labels(plan.label, vertex_label) if (plan.label >= 0).any() else None
+        labels = local_gj.Labels(plan.label, vertex_label) if labelled else None
         buf = local_gj.scratch(index.offsets, plan.m)
 
         def kernel(lo: int, hi: int, out: np.ndarray, work: np.ndarray) -> int:

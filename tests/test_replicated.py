@@ -59,7 +59,10 @@ def test_the_driver_never_reads_the_edges_and_the_counters_add_up(runner, cluste
     assert sum(logical["work_per_range"]) == logical["candidates"] + logical["probes"]
     # The same search as local-gj's over the same ranks, cut into ranges: the same candidates and probes.
     assert (logical["candidates"], logical["probes"]) == (reference.logical["candidates"], reference.logical["probes"])
-    assert logical["replicated_index_bytes"] > 0
+    # what a worker holds: the offsets of the three kinds of list, the one kind a clique reads (its
+    # forward lists: one int64 per edge) and the loops, not local-gj's whole (3, E) array
+    vertices, edges = logical["index_vertices"], record.dataset["edges"]
+    assert logical["replicated_index_bytes"] == 3 * (vertices + 1) * 8 + edges * 8 + 8  # + the kinds read, one int64
     assert memory_model.predict(record) == (logical["replicated_index_bytes"], "the whole graph's index on every worker")
 
 
