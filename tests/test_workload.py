@@ -163,6 +163,13 @@ def test_grow_with_workers_runs_each_graph_at_its_own_W_in_one_series(tmp_path):
         (d, w, i, grown) for d, w in (("rmat-10", 1), ("rmat-11", 2), ("rmat-12", 4)) for i in ("bigjoin", "replicated")
     )
     assert all(r.series is None for r in workload.load(str(write(tmp_path, base + "workers: [1, 2]\n"))).requests())
+    # under a cap too: each graph at its own W, the implementations innermost (a cap and W start once)
+    capped = workload.load(
+        str(write(tmp_path, base + "workers: [1, 2, 4]\ngrow_with_workers: true\nparams: {memory_per_worker: 1g}\n"))
+    )
+    assert [(r.dataset, r.workers, r.impl) for r in capped.requests()] == [
+        (d, w, i) for d, w in (("rmat-10", 1), ("rmat-11", 2), ("rmat-12", 4)) for i in ("bigjoin", "replicated")
+    ]
     with pytest.raises(DataError, match=r"key 'grow_with_workers' pairs datasets\[i\] with workers\[i\]: 3 datasets, 2 workers"):
         workload.load(str(write(tmp_path, base + "workers: [1, 2]\ngrow_with_workers: true\n")))
     with pytest.raises(DataError, match="key 'grow_with_workers' must be true or false"):

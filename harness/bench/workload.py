@@ -90,18 +90,22 @@ class Workload:
         combos: Iterable[tuple[str, str, str, str, int, dict]] = itertools.product(
             self.datasets, self.semantics, self.queries, self.implementations, self.workers, grids or [{}]
         )
+        # a weak-scaling series pairs datasets[i] with workers[i]; else every graph runs at every W
+        pairs = list(
+            zip(self.datasets, self.workers) if self.grow_with_workers else itertools.product(self.datasets, self.workers)
+        )
         if self.grow_with_workers:
             combos = (
                 (dataset, semantics, query, impl, workers, grid)
                 for (dataset, workers), semantics, query, impl, grid in itertools.product(
-                    zip(self.datasets, self.workers), self.semantics, self.queries, self.implementations, grids or [{}]
+                    pairs, self.semantics, self.queries, self.implementations, grids or [{}]
                 )
             )
         if "memory_per_worker" in self.params:  # runs on the same capped workers (cap and W) together
             combos = (
                 (dataset, semantics, query, impl, workers, grid)
-                for dataset, semantics, query, workers, grid, impl in itertools.product(
-                    self.datasets, self.semantics, self.queries, self.workers, grids or [{}], self.implementations
+                for (dataset, workers), semantics, query, grid, impl in itertools.product(
+                    pairs, self.semantics, self.queries, grids or [{}], self.implementations
                 )
             )
         for dataset, semantics, query, impl, workers, grid in combos:
