@@ -216,6 +216,20 @@ def test_too_small_a_cap_ends_MEM_in_start_up_expected_by_the_workload(tmp_path)
 
 
 @needs_cgroup
+def test_replicated_ends_MEM_where_a_worker_cannot_hold_the_whole_graph(tmp_path):
+    # make test's one capped start (issue 60: at most 30 s more): one worker, capped at 512m, about 430
+    # MiB of it idle; replicated's task reads the whole edge list of rmat-16 and builds the index of it
+    proc, by = capped_bench(
+        tmp_path,
+        "queries: [triangle]\ndatasets: [rmat-16]\nimplementations: [replicated]\nworkers: [1]\n"
+        "params: {memory_per_worker: 512m}\nexpected_mem: [replicated]\n",
+    )
+    assert set(by) == {("replicated", "512m")}, proc.stdout + proc.stderr
+    assert_mem(by[("replicated", "512m")], "512.0 MiB", ("index", "query"))
+    assert by[("replicated", "512m")]["mem_expected"] and proc.returncode == 0, proc.stderr
+
+
+@needs_cgroup
 @pytest.mark.cluster
 def test_a_cap_is_hit_mid_query_and_a_large_one_gives_OK_with_the_same_count(tmp_path):
     # Shares' cells on rmat-16, in Python: about 380 MiB above an idle worker of about 430 MiB, so

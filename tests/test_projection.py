@@ -119,3 +119,12 @@ def test_a_bad_projection_key_is_one_line_naming_it(tmp_path, text, message):
     path.write_text("name: w\nqueries: [triangle]\ndatasets: [rmat-small]\nimplementations: [bigjoin]\n" + text)
     with pytest.raises(DataError, match=message):
         workload.load(str(path))
+
+
+def test_two_capped_sizes_fit_a_fixed_cost_and_a_rate():
+    # replicated on 1M and 4M edges: 50 MiB whatever the size, then twice its 20-byte-an-edge index
+    runs = [_replicated(1, e, capped=(400 * MIB + 50 * MIB + 2 * 20 * e, 400 * MIB)) for e in (1 << 20, 4 << 20)]
+    f = projection.fit(projection.points(runs))["replicated"]
+    assert (round(f.fixed), round(f.copies, 6)) == (50 * MIB, 2)
+    assert "a = +50 MiB, r = 2.00" in projection.fit_lines({"replicated": f})[0]
+    assert projection.predict(f, 16 << 20, 4).resident_bytes == pytest.approx(400 * MIB + 50 * MIB + 2 * 320 * MIB)

@@ -9,10 +9,11 @@ Per implementation, with E the input's edges and W the workers:
   the busiest worker's bytes / (E x share), so it carries the skew measured here;
 - the cost model's bytes: that, plus BiGJoin's prefixes in flight at its B' (held as measured under a
   cap: B' is set by the memory budget, not by the graph);
-- a worker's resident peak: its idle floor + what it holds once + r x what it copies, r the median
-  over the capped runs: BiGJoin holds its index partition once and copies its prefixes in flight
-  (into batches, exchange buffers, kernels' outputs), replicated and Shares copy their index or cell
-  (no peak where nothing ran capped);
+- a worker's resident peak: its idle floor + what it holds once + a + r x what it copies, a and r the
+  least-squares line over the capped runs (r alone, a = 0, from one): BiGJoin holds its index
+  partition once and copies its prefixes in flight (into batches, exchange buffers, kernels'
+  outputs), replicated its index (its busiest worker builds it from the whole edge list), Shares its
+  cell; a is what a run adds whatever its size (its Python worker). No peak where nothing ran capped;
 - tuples shipped: s x E for BiGJoin (s from the largest graph measured: its proposals per edge grow
   with skew, so a more skewed graph ships more), s x E x W^(1 - 1/tau*) for Shares; replicated ships
   its index once to every worker (W x the index's bytes) and nothing after."""
@@ -125,6 +126,7 @@ class Fit(NamedTuple):
     shipped_per_edge: float  # s (tuples)
     in_flight_bytes: int
     copies: float | None  # r: resident bytes per byte of what the model says is copied
+    fixed: float  # a: resident bytes a run adds whatever its size
     idle: float | None
     fitted_from: int  # points
 
@@ -142,19 +144,31 @@ def fit(found: Sequence[Point]) -> dict[str, Fit]:
             continue
         tau = next((p.tau for p in mine if p.tau), None)
         c = statistics.median(p.index_bytes / (p.edges * _share(impl, p.workers, tau)) for p in mine)
-        largest = max(mine, key=lambda p: (p.edges, p.workers))
-        s = largest.shipped / (largest.edges * _shipped_share(impl, largest.workers, tau))
+        largest = max(mine, key=lambda p: (p.workers > 1, p.edges, p.workers))  # one worker ships nothing
+        shipped_share = largest.edges * _shipped_share(impl, largest.workers, tau)
+        s = largest.shipped / shipped_share if shipped_share else 0.0
         capped = [p for p in mine if p.capped]
         in_flight = max((p.in_flight_bytes for p in capped or mine), default=0)
-        ratios = []
+        pairs = []
         for p in capped:
             held, copied = _held_and_copied(impl, p.index_bytes, p.in_flight_bytes)
             if p.above_idle is not None and copied:
-                ratios.append(max(0.0, p.above_idle - held) / copied)
+                pairs.append((copied, p.above_idle - held))
         idle = [p.idle for p in capped if p.idle]
-        r = statistics.median(ratios) if ratios else None
-        fits[impl] = Fit(impl, tau, c, s, in_flight, r, statistics.median(idle) if idle else None, len(mine))
+        a, r = _line(pairs)
+        fits[impl] = Fit(impl, tau, c, s, in_flight, r, a, statistics.median(idle) if idle else None, len(mine))
     return fits
+
+
+def _line(pairs: Sequence[tuple[float, float]]) -> tuple[float, float | None]:
+    """(a, r) of y = a + r x by least squares; from one distinct x, a = 0 and r its ratio."""
+    if not pairs:
+        return 0.0, None
+    xs = [x for x, _ in pairs]
+    if len(set(xs)) < 2:
+        return 0.0, statistics.median(y / x for x, y in pairs)
+    r, a = statistics.linear_regression(xs, [y for _, y in pairs])
+    return a, r
 
 
 class Predicted(NamedTuple):
@@ -168,7 +182,7 @@ def predict(f: Fit, edges: int, workers: int) -> Predicted:
     index = f.index_per_edge * edges * _share(f.implementation, workers, f.tau)
     model = index + f.in_flight_bytes
     held, copied = _held_and_copied(f.implementation, index, f.in_flight_bytes)
-    resident = None if f.copies is None or f.idle is None else f.idle + held + f.copies * copied
+    resident = None if f.copies is None or f.idle is None else f.idle + held + max(0.0, f.fixed + f.copies * copied)
     if f.implementation == "replicated":
         shipped = workers * index  # the index, once to every worker
     else:
@@ -239,7 +253,7 @@ def check_rows(found: Sequence[Point], fits: dict[str, Fit]) -> list[list[str]]:
         above = "-"
         if p.above_idle is not None and f.copies is not None:
             held, copied = _held_and_copied(p.implementation, p.index_bytes, p.in_flight_bytes)
-            above = _ratio(p.above_idle, held + f.copies * copied)
+            above = _ratio(p.above_idle, held + max(0.0, f.fixed + f.copies * copied))
         rows.append(
             [
                 p.implementation,
@@ -267,7 +281,7 @@ def fit_lines(fits: dict[str, Fit]) -> list[str]:
         else:
             shipped = f"s = {f.shipped_per_edge:.2f} tuples/edge"
         in_flight = f", in flight {_gib(f.in_flight_bytes)}" if f.implementation == "bigjoin" else ""
-        r = "no capped run" if f.copies is None else f"r = {f.copies:.2f}, idle {_gib(f.idle)}"
+        r = "no capped run" if f.copies is None else f"a = {f.fixed / 2**20:+.0f} MiB, r = {f.copies:.2f}, idle {_gib(f.idle)}"
         lines.append(f"{f.implementation}: c = {f.index_per_edge:.2f} B/edge, {shipped}{in_flight}, {r} ({f.fitted_from} runs)")
     return lines
 

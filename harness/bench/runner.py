@@ -284,12 +284,14 @@ class Runner:
         self._oracle_answers: dict = {}  # an oracle's answer on a graph serves every implementation run on it
         self.live: dict = {}  # the current run's phase and progress, for a live display (`live_status`)
         self._capped: CappedWorkers | None = None  # the session's capped workers, while runs ask for a cap
+        # A session of one run's own (fresh executors) warms that run's kernel families alone; else all.
+        self._own_session_kernels: frozenset[str] | None = None
 
     @property
     def spark(self):
         if self._spark is None:
             if self._capped is not None:
-                self._spark = self._capped.session()
+                self._spark = self._capped.session(self._own_session_kernels)
             else:
                 self._spark = spark_factory.get_session(self.master, self.initial_workers, kernels=self.kernels)
             self._counters = SparkCounters(self._spark)
@@ -424,9 +426,11 @@ class Runner:
         spec, census_plan, record.query = resolve_query(req, impl_cls, run_params)
         listed = listing.check(run_params, impl_cls, census_plan is not None)
         self._use_cap(self._capped_workers(run_params["memory_per_worker"], impl_cls, req.workers))
+        needed = kernels_needed(impl_cls, recompute_cls, spec, census_plan)
+        self._own_session_kernels = needed if req.fresh_executors and self._capped is not None else None
         if req.fresh_executors:
             self._fresh_executors()
-        self._use_kernels(kernels_needed(impl_cls, recompute_cls, spec, census_plan))
+        self._use_kernels(needed)
         return _Plan(impl_cls, run_params, impl_params, recompute_cls, spec, labelled_source(req, spec), census_plan, listed)
 
     def _capped_workers(self, size: str | None, impl_cls, workers: int) -> CappedWorkers | None:

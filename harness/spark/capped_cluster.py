@@ -73,8 +73,9 @@ class CappedWorkers:
     _resident: list[int] = field(default_factory=list)  # each worker's largest resident sample since `begin`
     idle: list[int] = field(default_factory=list)  # each worker's resident bytes when the run began
 
-    def session(self):
-        """Start the workers and a Spark session on them. A kill while it starts is MEM; a session
+    def session(self, kernels: frozenset[str] | None = None):
+        """Start the workers and a Spark session on them, warming the kernel families `kernels` (None:
+        every family, for a session that serves runs to come). A kill while it starts is MEM; a session
         not started in START_S (executors that cannot launch) is EXE, not a hang. Workers killed as they
         started are not started again for the next run at this cap and W: theirs is the same start."""
         if self.start_hit is not None and self.handle is None:
@@ -88,7 +89,7 @@ class CappedWorkers:
 
         def open_session():
             try:
-                box["spark"] = spark_factory.get_session(url, self.workers, self.executor_conf())
+                box["spark"] = spark_factory.get_session(url, self.workers, self.executor_conf(), kernels)
             except BaseException as exc:  # re-raised below, in the caller's thread
                 box["error"] = exc
 
