@@ -222,6 +222,7 @@ def scaling(records: list[RunRecord], path: Path) -> list[Path]:
 
     written = []
     for case in cases:
+        capped = any(m.above_idle for runs in case.runs.values() for m, _ in runs)
         fig, axes = plt.subplots(2, 4, figsize=(19, 8.5))
         for ax, quantity in zip(axes.flat, scaling_loads.QUANTITIES):  # eight panels, the last empty if uncapped
             for line in scaling_loads.slopes(case, quantity):
@@ -234,7 +235,7 @@ def scaling(records: list[RunRecord], path: Path) -> list[Path]:
                     ax.plot(w, model, "--", color=color, alpha=0.5, label=f"model: slope {line.model:+.2f}")
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
-            ax.set_xlabel("W (logical workers)")
+            ax.set_xlabel("W (capped workers)" if capped else "W (logical workers)")
             ax.set_title(quantity.title, fontsize=9)
             ax.grid(True, which="both", alpha=0.3)
             if ax.has_data():
