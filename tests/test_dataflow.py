@@ -379,3 +379,25 @@ def test_bad_budgets_are_data_errors(runner):
     given = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "bigjoin", params={"memory_budget": "1m"}))
     assert given.status == "OK" and given.logical["memory_budget_bytes"] == 1 << 20
     assert given.logical["budget_source"] == "--memory-budget"
+
+
+def test_the_block_index_is_the_same_routed_a_few_entries_at_a_time(monkeypatch):
+    # BiGJoin-S's build routes a partition's entries in chunks of ROUTE_ROWS (bounded copies): with
+    # chunks of 7 entries every file of every partition is the one routing the partition at once makes
+    rng = np.random.default_rng(5)
+    src, dst = rng.integers(0, 40, 600), rng.integers(0, 40, 600)
+    src[:80] = 3  # a hub whose list is cut into blocks, some held whole everywhere
+    index = distributed_index.build_on_driver(src, dst, True, 4)
+    whole = block_index.build_locally(index, exchange.local_tokens(4), 8)
+    monkeypatch.setattr(block_index, "ROUTE_ROWS", 7)
+    chunked = block_index.build_locally(index, exchange.local_tokens(4), 8)
+    try:
+        assert whole.split_keys > 0
+        names = sorted(os.path.relpath(os.path.join(d, f), whole.root) for d, _, fs in os.walk(whole.root) for f in fs)
+        assert any(n.startswith("p3") for n in names)
+        for name in names:
+            assert np.array_equal(np.load(whole.root / name), np.load(chunked.root / name)), name
+    finally:
+        index.close()
+        shutil.rmtree(whole.root, ignore_errors=True)
+        shutil.rmtree(chunked.root, ignore_errors=True)

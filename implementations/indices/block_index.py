@@ -29,6 +29,7 @@ from implementations.indices import distributed_index
 from implementations.indices.distributed_index import PartitionedIndex, max_over_mean
 
 MIN_BLOCK = 32
+ROUTE_ROWS = 1 << 21  # entries routed at once: the copies routing makes are of these, not of a whole partition
 SPLIT_FILES = ("split_keys", "split_lower", "split_counts", "split_sizes", "split_everywhere")  # per worker, of its keys
 BLOCK_FILES = ("slots", "first", "lower", "sizes_before", "everywhere")  # the merged table (Blocks), at the root
 
@@ -119,10 +120,12 @@ def _scatter(source_root: str, root: str, workers: int, block_size: int, tokens:
         table = entries.cut(block_size, max(1, block_size // workers))
         for name, array in zip(SPLIT_FILES, table):
             store.save_array(os.path.join(root, f"p{p}", f"{name}.npy"), array)
-        holder, key, value, kind = entries.routed(workers)
-        out_tokens, payloads = exchange.route(BlobKind.EDGES, holder, [key, value, kind], tokens, workers)
-        if payloads:
-            yield from exchange.blob_batches(out_tokens, payloads)
+        for lo in range(0, len(entries.value), ROUTE_ROWS):
+            holder, key, value, kind = entries.routed(workers, slice(lo, lo + ROUTE_ROWS))
+            out_tokens, payloads = exchange.route(BlobKind.EDGES, holder, [key, value, kind], tokens, workers)
+            del holder, key, value, kind
+            if payloads:
+                yield from exchange.blob_batches(out_tokens, payloads)
 
     return scatter
 
@@ -135,7 +138,7 @@ class _Entries:
     key: np.ndarray
     value: np.ndarray
     kind: np.ndarray  # 0 forward, 1 reverse
-    block: np.ndarray
+    block: np.ndarray  # int32
     whole: np.ndarray  # bool per entry
     keys: np.ndarray  # the partition's keys
     offsets: np.ndarray  # (2, keys + 1), as the partition's
@@ -147,7 +150,7 @@ class _Entries:
         value = np.concatenate([forward, reverse]).astype(np.int32)
         kind = np.repeat(np.array([0, 1], np.int8), [len(forward), len(reverse)])
         n = len(value)
-        return cls(key, value, kind, np.zeros(n, np.int64), np.zeros(n, bool), keys, offsets)
+        return cls(key, value, kind, np.zeros(n, np.int32), np.zeros(n, bool), keys, offsets)
 
     def cut(self, block_size: int, whole_at_most: int) -> tuple[np.ndarray, ...]:
         """Cut every list longer than block_size into blocks (marking each entry's block, and the
@@ -176,17 +179,18 @@ class _Entries:
             np.asarray(whole, np.int8).T.reshape(2, len(split)),
         )
 
-    def routed(self, workers: int) -> tuple[np.ndarray, ...]:
-        """(holder, key, value, kind) of every copy to send: each entry to its block's holder, and an
-        entry of a direction held whole everywhere to every worker."""
-        one, everywhere = ~self.whole, self.whole
+    def routed(self, workers: int, rows: slice) -> tuple[np.ndarray, ...]:
+        """(holder, key, value, kind) of every copy to send of the entries `rows`: each entry to its
+        block's holder, and an entry of a direction held whole everywhere to every worker."""
+        key, value, kind, block, whole = (a[rows] for a in (self.key, self.value, self.kind, self.block, self.whole))
+        one = ~whole
         holder = np.concatenate(
             [
-                ((partition_of(self.key, workers) + self.block) % workers)[one],
-                np.repeat(np.arange(workers), int(everywhere.sum())),
+                ((partition_of(key, workers) + block) % workers)[one],
+                np.repeat(np.arange(workers), int(whole.sum())),
             ]
         )
-        copies = (np.concatenate([a[one], np.tile(a[everywhere], workers)]) for a in (self.key, self.value, self.kind))
+        copies = (np.concatenate([a[one], np.tile(a[whole], workers)]) for a in (key, value, kind))
         return (holder, *copies)
 
 
