@@ -108,15 +108,14 @@ def points(records: Sequence[RunRecord]) -> list[Point]:
 
 
 def _share(impl: str, workers: int, tau: float | None) -> float:
-    if impl == "replicated":
-        return 1.0
-    return workers ** (-1 / tau) if impl == "shares" and tau else 1 / workers
+    """What a worker holds of the input, as the scaling model's slope says it falls with W."""
+    return float(workers ** scaling.per_worker_slope(impl, tau))
 
 
 def _shipped_share(impl: str, workers: int, tau: float | None) -> float:
-    if impl == "shares" and tau:
-        return workers ** (1 - 1 / tau)
-    return 1.0 if workers > 1 else 0.0  # BiGJoin on one worker exchanges nothing
+    if impl != "shares" and workers == 1:
+        return 0.0  # BiGJoin on one worker exchanges nothing
+    return float(workers ** scaling.communication_slope(impl, tau))
 
 
 class Fit(NamedTuple):
@@ -178,16 +177,25 @@ class Predicted(NamedTuple):
     shipped_bytes: float
 
 
+def _above_idle(f: Fit, index: float, in_flight: float) -> float | None:
+    """The fitted resident bytes above idle: what the worker holds once, a, and r per copied byte."""
+    if f.copies is None:
+        return None
+    held, copied = _held_and_copied(f.implementation, index, in_flight)
+    return held + max(0.0, f.fixed + f.copies * copied)
+
+
+def _shipped_bytes(impl: str, workers: int, index: float, tuples: float) -> float:
+    """Bytes exchanged: replicated's index once to every worker, else the tuples shipped."""
+    return workers * index if impl == "replicated" else tuples * memory_model.TUPLE_BYTES
+
+
 def predict(f: Fit, edges: int, workers: int) -> Predicted:
     index = f.index_per_edge * edges * _share(f.implementation, workers, f.tau)
-    model = index + f.in_flight_bytes
-    held, copied = _held_and_copied(f.implementation, index, f.in_flight_bytes)
-    resident = None if f.copies is None or f.idle is None else f.idle + held + max(0.0, f.fixed + f.copies * copied)
-    if f.implementation == "replicated":
-        shipped = workers * index  # the index, once to every worker
-    else:
-        shipped = f.shipped_per_edge * edges * _shipped_share(f.implementation, workers, f.tau) * memory_model.TUPLE_BYTES
-    return Predicted(index, model, resident, shipped)
+    above = _above_idle(f, index, f.in_flight_bytes)
+    resident = None if above is None or f.idle is None else f.idle + above
+    tuples = f.shipped_per_edge * edges * _shipped_share(f.implementation, workers, f.tau)
+    return Predicted(index, index + f.in_flight_bytes, resident, _shipped_bytes(f.implementation, workers, index, tuples))
 
 
 def _gib(n: float | None) -> str:
@@ -249,11 +257,9 @@ def check_rows(found: Sequence[Point], fits: dict[str, Fit]) -> list[list[str]]:
     for p in sorted(found, key=lambda p: (p.implementation, p.capped, p.edges, p.workers)):
         f = fits[p.implementation]
         predicted = predict(f, p.edges, p.workers)
-        shipped = p.shipped * memory_model.TUPLE_BYTES if p.implementation != "replicated" else p.workers * p.index_bytes
-        above = "-"
-        if p.above_idle is not None and f.copies is not None:
-            held, copied = _held_and_copied(p.implementation, p.index_bytes, p.in_flight_bytes)
-            above = _ratio(p.above_idle, held + max(0.0, f.fixed + f.copies * copied))
+        shipped = _shipped_bytes(p.implementation, p.workers, p.index_bytes, p.shipped)
+        fitted = _above_idle(f, p.index_bytes, p.in_flight_bytes)
+        above = "-" if p.above_idle is None or fitted is None else _ratio(p.above_idle, fitted)
         rows.append(
             [
                 p.implementation,

@@ -331,15 +331,15 @@ def _projection(runs: dict[str, list[RunRecord]]) -> list[str]:
     from harness.bench import projection, workload
 
     spec = workload.load(PROJECTED_FROM[0]).projection
-    records = [r for name in PROJECTED_FROM for r in runs.get(name, [])]
-    fits = projection.fit(projection.points(records))
+    found = projection.points([r for name in PROJECTED_FROM for r in runs.get(name, [])])
+    fits = projection.fit(found)
     lines = ["## Past this machine, on paper (weak-scaling's projection)", ""]
     if spec is None or not fits:
         return lines + ["No recorded runs to fit it to.", ""]
     lines += [f"Fitted to the runs of {', '.join(PROJECTED_FROM)}, by harness/bench/projection.py:", ""]
     lines += [f"- {line}" for line in projection.fit_lines(fits)] + [""]
     lines += _md_table(projection.PROJECTION_HEADER, projection.projection_rows(fits, spec)) + [""]
-    lines += _md_table(projection.CHECK_HEADER, projection.check_rows(projection.points(records), fits)) + [""]
+    lines += _md_table(projection.CHECK_HEADER, projection.check_rows(found, fits)) + [""]
     return lines
 
 

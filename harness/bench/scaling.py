@@ -125,10 +125,14 @@ def fitted_slope(points: Sequence[tuple[float, float]]) -> float | None:
 # The model's slope (log-log, against W at a fixed input) of a per-worker quantity for an implementation
 # (None: no prediction). Shares' slopes use Appendix F's tau*: per-cell load IN / W^(1/tau*),
 # communication IN * W^(1 - 1/tau*).
-def _per_worker_slope(impl: str, tau: float | None) -> float | None:
+def per_worker_slope(impl: str, tau: float | None) -> float:
     if impl == "replicated":
         return 0.0  # the whole graph on every worker
     return -1 / tau if impl == "shares" and tau else -1.0
+
+
+def communication_slope(impl: str, tau: float | None) -> float:
+    return 1 - 1 / tau if impl == "shares" and tau else 0.0
 
 
 class Quantity(NamedTuple):
@@ -139,22 +143,22 @@ class Quantity(NamedTuple):
 
 
 QUANTITIES = (
-    Quantity("index bytes, busiest worker", lambda x: x.index_bytes and x.index_bytes.max, _per_worker_slope),
+    Quantity("index bytes, busiest worker", lambda x: x.index_bytes and x.index_bytes.max, per_worker_slope),
     Quantity("prefixes in flight, busiest worker", lambda x: x.in_flight and x.in_flight.max, lambda i, t: -1.0),
     Quantity(
         "tuples received over all rounds, busiest worker",
         lambda x: x.received_total and x.received_total.max,
-        _per_worker_slope,
+        per_worker_slope,
     ),
-    Quantity("tuples received in the worst round, busiest worker", lambda x: x.received_worst_round.max, _per_worker_slope),
+    Quantity("tuples received in the worst round, busiest worker", lambda x: x.received_worst_round.max, per_worker_slope),
     Quantity(
         "communication: tuples shipped in all",
         lambda x: x.communication,
-        lambda i, t: 1 - 1 / t if i == "shares" and t else 0.0,
+        communication_slope,
     ),
-    Quantity("critical path (MPC): Σ rounds, busiest worker", lambda x: x.critical_path, _per_worker_slope),
+    Quantity("critical path (MPC): Σ rounds, busiest worker", lambda x: x.critical_path, per_worker_slope),
     Quantity("rounds", lambda x: x.rounds, lambda i, t: 0.0, grows_with_input=False),
-    Quantity("resident peak above idle, busiest worker", lambda x: x.above_idle and x.above_idle.max, _per_worker_slope),
+    Quantity("resident peak above idle, busiest worker", lambda x: x.above_idle and x.above_idle.max, per_worker_slope),
 )
 
 
