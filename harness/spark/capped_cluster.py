@@ -141,7 +141,9 @@ class CappedWorkers:
         return self.handle.url
 
     def executor_conf(self) -> dict[str, str]:
-        # Executors load the kernels this checkout compiled (same machine), not a cache of their own.
+        if not self.owned:  # a cluster the user started (its hosts may be isolated): the store's cache, as any cluster's
+            return memory_cap.executor_conf(self.cap)
+        # Workers this started share the driver's machine: they load the kernels this checkout compiled.
         return {**memory_cap.executor_conf(self.cap), "spark.executorEnv.NUMBA_CACHE_DIR": os.environ.get("NUMBA_CACHE_DIR", "")}
 
     def begin(self) -> None:
