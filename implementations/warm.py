@@ -188,7 +188,10 @@ def warm_dataflow(name: str, anti: bool = False) -> None:
         for query, semantics, workers, batch in _ANTI_RUNS if anti else _RUNS:
             key = (semantics, workers)
             if key not in indices:
-                index = distributed_index.build_on_driver(src, dst, semantics == "undirected", workers)
+                # built by a Spark build's own tasks (their kernels are warm too), here in this process
+                index = distributed_index.build_locally(
+                    src, dst, semantics == "undirected", workers, exchange.local_tokens(workers)
+                )
                 indices[key] = index
                 if name == "bigjoin-s":  # lists of more than 2 entries in blocks: every path of the kernels
                     indices[key] = block_index.build_locally(index, exchange.local_tokens(workers), 2)

@@ -339,17 +339,40 @@ def test_the_driver_builds_the_index_spark_builds(spark, semantics):
     undirected = semantics == "undirected"
     for workers in (1, 3):
         on_spark = distributed_index.build(spark, graph.df, undirected, workers)
-        on_driver = distributed_index.build_on_driver(*graph.edge_arrays(), undirected, workers)
-        try:
-            assert on_driver.describe() == on_spark.describe()
-            assert np.array_equal(on_driver.ids, on_spark.ids) and np.array_equal(on_driver.loop_vertices, on_spark.loop_vertices)
-            for p in range(workers):
-                a, b = (distributed_index.load_partition(str(i.root), p)[0].lists for i in (on_driver, on_spark))
-                for x, y in zip(a, b):
-                    assert np.array_equal(x, y)
-        finally:
-            on_spark.close()
-            on_driver.close()
+        assert_the_driver_builds(on_spark, *graph.edge_arrays())
+
+
+def assert_the_driver_builds(index, src, dst) -> None:
+    """`build_on_driver` of the same edges writes `index`'s every partition, file by file and dtype by
+    dtype; both indices are removed after."""
+    on_driver = distributed_index.build_on_driver(src, dst, index.undirected, index.workers)
+    try:
+        assert on_driver.describe() == index.describe()
+        assert np.array_equal(on_driver.ids, index.ids) and np.array_equal(on_driver.loop_vertices, index.loop_vertices)
+        for p in range(index.workers):
+            a, b = (distributed_index.load_partition(str(i.root), p)[0].lists for i in (on_driver, index))
+            for x, y in zip(a, b):
+                assert np.array_equal(x, y) and x.dtype == y.dtype
+    finally:
+        index.close()
+        on_driver.close()
+
+
+@pytest.mark.parametrize("undirected", [True, False])
+def test_a_spark_build_s_tasks_write_the_partitions_the_driver_writes(undirected):
+    # Spark's build (each entry routed to its key's owner, whose counting sort of what it received is
+    # the partition) run in process, against the driver's own sorts: file by file, dtype by dtype, on
+    # a hub, a self-loop and vertices with no forward list.
+    rng = np.random.default_rng(11)
+    src = np.concatenate([rng.integers(0, 60, 500), np.full(90, 7), [5]])
+    dst = np.concatenate([rng.integers(0, 200, 500), rng.integers(0, 200, 90), [5]])
+    pairs = np.stack([src, dst], 1)
+    pairs = np.unique(np.sort(pairs, axis=1) if undirected else pairs, axis=0)  # canonical: each edge once
+    src, dst = pairs[:, 0], pairs[:, 1]
+    for workers in (1, 4):
+        assert_the_driver_builds(
+            distributed_index.build_locally(src, dst, undirected, workers, exchange.local_tokens(workers)), src, dst
+        )
 
 
 def test_budget_sizes_and_the_default_rule():

@@ -15,6 +15,14 @@ def build_csr(keys: np.ndarray, values: np.ndarray, n: int, value_bound: int | N
     return _counting_csr(keys.astype(np.int64, copy=False), values.astype(np.int64, copy=False), n, bound)
 
 
+def build_narrow_csr(keys: np.ndarray, values: np.ndarray, n: int, value_bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """`build_csr` of int32 keys and values, its lists int32 too: no int64 copy of either is made (a
+    partition's build holds tens of millions of entries, under a worker's memory cap)."""
+    if keys.dtype != np.int32 or values.dtype != np.int32:
+        raise TypeError(f"build_narrow_csr takes int32 keys and values, not {keys.dtype} and {values.dtype}")
+    return _counting_csr(keys, values, n, max(1, value_bound))
+
+
 @njit(cache=True, nogil=True)
 def _counting_csr(keys, values, n, bound):
     """Two stable counting sorts, by value then by key: O(edges + n + bound), no comparison sort."""
@@ -33,7 +41,7 @@ def _counting_csr(keys, values, n, bound):
         order[by_value[values[i]]] = i
         by_value[values[i]] += 1
     fill = offsets[:-1].copy()
-    lists = np.empty(m, np.int64)
+    lists = np.empty(m, values.dtype)
     for t in range(m):
         i = order[t]
         lists[fill[keys[i]]] = values[i]

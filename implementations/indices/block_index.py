@@ -146,8 +146,8 @@ class _Entries:
     @classmethod
     def of(cls, keys, offsets, forward, reverse) -> _Entries:
         degrees = np.diff(offsets, axis=1).astype(np.int64)
-        key = np.concatenate([np.repeat(keys, degrees[0]), np.repeat(keys, degrees[1])]).astype(np.int32)
-        value = np.concatenate([forward, reverse]).astype(np.int32)
+        key = np.concatenate([np.repeat(keys, degrees[0]), np.repeat(keys, degrees[1])]).astype(np.int32, copy=False)
+        value = np.concatenate([forward, reverse]).astype(np.int32, copy=False)
         kind = np.repeat(np.array([0, 1], np.int8), [len(forward), len(reverse)])
         n = len(value)
         return cls(key, value, kind, np.zeros(n, np.int32), np.zeros(n, bool), keys, offsets)

@@ -26,7 +26,7 @@ from harness.core import store
 from harness.core.errors import DataError
 from implementations.gj import exchange
 from implementations.gj.arrays import mapped, readonly
-from implementations.gj.csr import build_csr, dense_vertices, vertex_ranks
+from implementations.gj.csr import build_narrow_csr, dense_vertices, vertex_ranks
 from implementations.gj.exchange import BlobKind
 from implementations.gj.extension_kernels import Changes, IndexPartition, Lists
 from implementations.gj.keys import owner, partition_of
@@ -119,10 +119,7 @@ def build(spark, edges, undirected: bool, workers: int, extra_vertices=None) -> 
     finally:
         ranking.destroy()
     sizes, loop_vertices = reported_partitions([row.payload for row in rows], workers)
-    keys = np.array([s.keys for s in sizes], np.int64)
-    forward = np.array([s.forward for s in sizes], np.int64)
-    reverse = np.array([s.reverse for s in sizes], np.int64)
-    return _finished(root, workers, undirected, (ids, rank), (keys, forward, reverse), loop_vertices)
+    return _finished(root, workers, undirected, (ids, rank), per_worker(sizes), loop_vertices)
 
 
 class PartitionSizes(NamedTuple):
@@ -143,6 +140,11 @@ def reported_partitions(payloads: list, workers: int) -> tuple[list[PartitionSiz
         sizes[p] = PartitionSizes(*meta)
         loops.append(arrays[0])
     return sizes, (np.sort(np.concatenate(loops)) if loops else np.zeros(0, np.int32)).astype(np.int32)
+
+
+def per_worker(sizes: list[PartitionSizes]) -> tuple[np.ndarray, ...]:
+    """(keys, forward entries, reverse entries) of every worker, from what their builds reported."""
+    return tuple(np.array([getattr(s, field) for s in sizes], np.int64) for field in PartitionSizes._fields)
 
 
 def _finished(root: Path, workers: int, undirected: bool, ranking, sizes, loop_vertices: np.ndarray) -> PartitionedIndex:
@@ -177,6 +179,28 @@ def build_on_driver(src: np.ndarray, dst: np.ndarray, undirected: bool, workers:
             store.save_to_store(os.path.join(directory, f"{name}.npy"), np.ascontiguousarray(array))
     per_worker = np.diff(split, axis=0)
     return _finished(root, workers, undirected, (ids, rank), (np.diff(key_at), per_worker[:, 0], per_worker[:, 1]), loop_vertices)
+
+
+def build_locally(src: np.ndarray, dst: np.ndarray, undirected: bool, workers: int, tokens: np.ndarray) -> PartitionedIndex:
+    """The index `build` makes, by `build`'s own two tasks (each entry routed to its key's owner, the
+    owner's build of what it received) run in this process (`exchange.run_locally`), on the ranks
+    `build_on_driver` gives: so the warm-up compiles what a Spark build calls, on the types it sees."""
+    import pyarrow as pa
+
+    root = new_root("index")
+    ids, rank, _, _ = _ranked_edges(src, dst, undirected)
+    ranking = _Broadcast((ids, rank))
+    edges = pa.RecordBatch.from_pydict({"src": np.asarray(src, np.int64), "dst": np.asarray(dst, np.int64)})
+    tasks = [_route_entries(ranking, workers, undirected, tokens), partition_builder(str(root), len(ids))]
+    batches = exchange.run_locally(workers, tokens, tasks, inputs={0: [edges]})
+    sizes, loop_vertices = reported_partitions([blob for batch in batches for blob in exchange.blobs_of(batch)], workers)
+    return _finished(root, workers, undirected, (ids, rank), per_worker(sizes), loop_vertices)
+
+
+class _Broadcast(NamedTuple):
+    """What a task reads of a Spark broadcast (its value), for tasks run in this process."""
+
+    value: tuple
 
 
 def _ranked_edges(src: np.ndarray, dst: np.ndarray, undirected: bool):
@@ -317,29 +341,60 @@ def _route_entries(ranking, workers: int, undirected: bool, tokens: np.ndarray):
 def partition_builder(root: str, vertices: int):
     def build_one(iterator):
         p = exchange.current_partition()
-        parts = [arrays for _, _, arrays in exchange.received(iterator, p)]
-        keys, values, kinds = (
-            np.concatenate([a[i] for a in parts]) if parts else np.zeros(0, dt)
-            for i, dt in enumerate((np.int32, np.int32, np.int8))
-        )
-        local = np.unique(keys)
-        slot = np.searchsorted(local, keys)
-        offsets, lists = [], []
-        for kind in (0, 1):
-            sel = kinds == kind
-            off, vals = build_csr(slot[sel], values[sel], len(local), vertices)
-            offsets.append(off)
-            lists.append(vals.astype(np.int32))
+        kinds = _entries_by_kind([arrays for _, _, arrays in exchange.received(iterator, p)])
+        forward = kinds[0]
+        local = _keys_present(vertices, forward.keys, kinds[1].keys)
+        loops = np.unique(forward.keys[forward.keys == forward.values]).astype(np.int32)
+        del forward
+        slot = np.zeros(vertices, np.int32)
+        slot[local] = np.arange(len(local), dtype=np.int32)
         directory = os.path.join(root, f"p{p}")
-        store.save_array(os.path.join(directory, "keys.npy"), local.astype(np.int32))
+        store.save_array(os.path.join(directory, "keys.npy"), local)
+        offsets, sizes = [], []
+        for name in ("forward", "reverse"):
+            entries = kinds.pop(0)  # built and gone before the next kind's build
+            off, lists = build_narrow_csr(slot[entries.keys], entries.values, len(local), vertices)
+            del entries
+            store.save_array(os.path.join(directory, f"{name}.npy"), lists)
+            offsets.append(off)
+            sizes.append(len(lists))
         store.save_array(os.path.join(directory, "offsets.npy"), np.stack(offsets))
-        store.save_array(os.path.join(directory, "forward.npy"), lists[0])
-        store.save_array(os.path.join(directory, "reverse.npy"), lists[1])
-        loops = np.unique(keys[(keys == values) & (kinds == 0)]).astype(np.int32)
-        sizes = PartitionSizes(keys=len(local), forward=len(lists[0]), reverse=len(lists[1]))
-        yield from exchange.blob_batches([-1], [exchange.pack(BlobKind.SIZES, p, [loops], sizes)])
+        reported = PartitionSizes(keys=len(local), forward=sizes[0], reverse=sizes[1])
+        yield from exchange.blob_batches([-1], [exchange.pack(BlobKind.SIZES, p, [loops], reported)])
 
     return build_one
+
+
+class _KindEntries(NamedTuple):
+    keys: np.ndarray  # int32
+    values: np.ndarray  # int32
+
+
+def _entries_by_kind(parts: list) -> list[_KindEntries]:
+    """The received (keys, values, kinds) parts as a forward and a reverse pair of int32 arrays, each
+    filled in place, so a partition's entries are held at most twice (the parts, and these) and once
+    when this returns: it empties `parts` (views of the received Arrow buffers)."""
+    forward = [kinds == 0 for _, _, kinds in parts]
+    out = []
+    for masks in (forward, [~m for m in forward]):
+        total = sum(int(m.sum()) for m in masks)
+        keys, values = np.empty(total, np.int32), np.empty(total, np.int32)
+        at = 0
+        for (k, v, _), m in zip(parts, masks):
+            n = int(m.sum())
+            keys[at : at + n], values[at : at + n] = k[m], v[m]
+            at += n
+        out.append(_KindEntries(keys, values))
+    parts.clear()
+    return out
+
+
+def _keys_present(vertices: int, *keys: np.ndarray) -> np.ndarray:
+    """The sorted distinct keys (int32), from a bitmap over the vertices: no sort of every entry."""
+    present = np.zeros(vertices, bool)
+    for k in keys:
+        present[k] = True
+    return np.flatnonzero(present).astype(np.int32)
 
 
 _loaded: dict[tuple[str, int], tuple[IndexPartition, np.ndarray]] = {}
