@@ -47,6 +47,9 @@ def test_a_cold_numba_cache_costs_session_start_not_timed_phases(tmp_path):
         assert cold[name]["status"] == warm[name]["status"] == "OK", (name, cold[name].get("error"))
         first, second = (r["metrics"]["index_s"] + r["metrics"]["query_s"] for r in (cold[name], warm[name]))
         assert first <= 1.5 * second + 0.5, f"{name}: {first:.2f} s with an empty cache, {second:.2f} s with it full"
+        # the index alone too: a kernel compiled in it (about a second) hides in the query's slack above
+        cold_index, warm_index = (r["metrics"]["index_s"] for r in (cold[name], warm[name]))
+        assert cold_index <= 1.5 * warm_index + 0.3, f"{name}'s index: {cold_index:.2f} s cold, {warm_index:.2f} s warm"
         for record in (cold[name], warm[name]):
             assert record["logical"].get("kernels_compiled", 0) == 0
     assert _session_start(cold) > _session_start(warm)  # the compilation went there
