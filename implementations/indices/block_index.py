@@ -197,6 +197,7 @@ class _Entries:
 def _finished(source: PartitionedIndex, root: Path, block_size: int, reports: list) -> BlockIndex:
     """Merge the workers' tables of split keys into one (BLOCK_FILES) and the driver's record."""
     sizes, _ = distributed_index.reported_partitions(reports, source.workers)
+    keys, forward, reverse = distributed_index.per_worker(sizes)
     parts = [[mapped(os.path.join(root, f"p{p}", f"{name}.npy")) for name in SPLIT_FILES] for p in range(source.workers)]
     table = _merged_table(list(zip(*parts)))
     for name, array in zip(BLOCK_FILES, table):
@@ -211,8 +212,8 @@ def _finished(source: PartitionedIndex, root: Path, block_size: int, reports: li
         block_size,
         split_keys,
         blocks,
-        keys=np.array([s.keys for s in sizes], np.int64),
-        entries=np.array([s.forward + s.reverse for s in sizes], np.int64),
+        keys=keys,
+        entries=forward + reverse,
     )
 
 

@@ -177,8 +177,8 @@ def build_on_driver(src: np.ndarray, dst: np.ndarray, undirected: bool, workers:
             ("reverse", reverse[e0[1] : e1[1]]),
         ):
             store.save_to_store(os.path.join(directory, f"{name}.npy"), np.ascontiguousarray(array))
-    per_worker = np.diff(split, axis=0)
-    return _finished(root, workers, undirected, (ids, rank), (np.diff(key_at), per_worker[:, 0], per_worker[:, 1]), loop_vertices)
+    entries = np.diff(split, axis=0)
+    return _finished(root, workers, undirected, (ids, rank), (np.diff(key_at), entries[:, 0], entries[:, 1]), loop_vertices)
 
 
 def build_locally(src: np.ndarray, dst: np.ndarray, undirected: bool, workers: int, tokens: np.ndarray) -> PartitionedIndex:
@@ -342,10 +342,8 @@ def partition_builder(root: str, vertices: int):
     def build_one(iterator):
         p = exchange.current_partition()
         kinds = _entries_by_kind([arrays for _, _, arrays in exchange.received(iterator, p)])
-        forward = kinds[0]
-        local = _keys_present(vertices, forward.keys, kinds[1].keys)
-        loops = np.unique(forward.keys[forward.keys == forward.values]).astype(np.int32)
-        del forward
+        local = _keys_present(vertices, kinds[0].keys, kinds[1].keys)
+        loops = np.unique(kinds[0].keys[kinds[0].keys == kinds[0].values]).astype(np.int32)
         slot = np.zeros(vertices, np.int32)
         slot[local] = np.arange(len(local), dtype=np.int32)
         directory = os.path.join(root, f"p{p}")
@@ -377,11 +375,10 @@ def _entries_by_kind(parts: list) -> list[_KindEntries]:
     forward = [kinds == 0 for _, _, kinds in parts]
     out = []
     for masks in (forward, [~m for m in forward]):
-        total = sum(int(m.sum()) for m in masks)
-        keys, values = np.empty(total, np.int32), np.empty(total, np.int32)
+        counts = [int(m.sum()) for m in masks]
+        keys, values = np.empty(sum(counts), np.int32), np.empty(sum(counts), np.int32)
         at = 0
-        for (k, v, _), m in zip(parts, masks):
-            n = int(m.sum())
+        for (k, v, _), m, n in zip(parts, masks, counts):
             keys[at : at + n], values[at : at + n] = k[m], v[m]
             at += n
         out.append(_KindEntries(keys, values))
