@@ -81,6 +81,10 @@ def test_record_schema_and_spark_counters(runner):
     assert abs(t["critical_path_s"] + t["scheduling_s"] - t["wall_s"]) < 1e-3
     assert 0 < t["executor_cpu_s"] <= t["executor_run_s"] * 1.05 + 0.05
     assert 0 < t["shuffle_write_s"] <= t["executor_run_s"] + 0.05 and t["stages"] >= m["rounds"]
+    # conftest's HARNESS_JVM_QUICK=1: the record says C1 alone, and the driver's JVM was started so
+    assert record.spark["jit"] == "C1 only (HARNESS_JVM_QUICK=1)"
+    jvm = runner.spark.sparkContext._jvm
+    assert "-XX:TieredStopAtLevel=1" in str(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
 
 
 def test_spark_floor_repeats_the_phase_shape_with_empty_jobs(runner):

@@ -499,6 +499,7 @@ class Runner:
             "version": spark.version,
             "app_id": spark.sparkContext.applicationId,
             "event_log": history.event_log_of(spark),  # `make history` serves it
+            "jit": spark_factory.jit(),  # the tests' C1 alone is not a measured run's JVM
         }
         graph, load_s, reused = self.graph(source, req.semantics, req.workers)
         record.dataset = graph.describe()

@@ -20,6 +20,7 @@ from harness.spark import history, jvm_archive, kernel_cache
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 _session = None
 EXECUTOR_JAVA_OPTIONS = "spark.executor.extraJavaOptions"
+QUICK_JIT = "HARNESS_JVM_QUICK"  # "1": the driver and executors compile with C1 alone (tests/conftest.py sets it)
 DRIVER_WARM = threading.Event()  # set when a session's driver has warmed its kernels (harness.spark.capped_cluster)
 # What the JVM prints to stderr as it starts, which says nothing about a run: Java's warning for the
 # incubator module Spark's launcher adds (jdk.incubator.vector) and Spark's notice of a shell's log level.
@@ -46,6 +47,17 @@ def set_verbose(verbose: bool) -> None:
 
 def resolve_master(master: str | None = None) -> str:
     return master or os.environ.get("SPARK_MASTER") or "local[*]"
+
+
+def jit() -> str:
+    """The driver's and executors' JIT, as a run records it. C1 alone under HARNESS_JVM_QUICK=1: a JVM
+    that lives seconds, as a test's does, spent about a third of its CPU in C2 (a clique4 run on
+    rmat-small: 32 s of CPU, 21.5 s with C1 alone); a measured run keeps the JVM's default."""
+    return "C1 only (HARNESS_JVM_QUICK=1)" if os.environ.get(QUICK_JIT) == "1" else "tiered (C1 and C2)"
+
+
+def _jit_options() -> str:
+    return " -XX:TieredStopAtLevel=1" if os.environ.get(QUICK_JIT) == "1" else ""
 
 
 def is_local(master: str) -> bool:
@@ -104,7 +116,7 @@ def _builder(master: str, workers: int, families: frozenset[str], probe: Path | 
 
     scratch = Path(os.environ.get("HARNESS_SPARK_TMP", Path(tempfile.gettempdir()) / "harness-spark"))
     scratch.mkdir(parents=True, exist_ok=True)
-    java_opts = f"-Dlog4j2.configurationFile=file:{_LOG4J}"
+    java_opts = f"-Dlog4j2.configurationFile=file:{_LOG4J}{_jit_options()}"
     executor_java_opts = java_opts + (jvm_archive.mapped_options() if on_loopback(master) else "")
     builder = (
         SparkSession.builder.master(master)
