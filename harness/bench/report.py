@@ -119,7 +119,7 @@ def worker_load(workload: str, records: list[RunRecord], path: Path) -> Path | N
     items = sorted(series.items())
     plt = _plt()
     fig, ax = plt.subplots(figsize=(11, max(3, 0.28 * len(items) + 1.5)))
-    ax.boxplot([v for _, v in items], vert=False, whis=(0, 100))
+    ax.boxplot([v for _, v in items], orientation="horizontal", whis=(0, 100))
     ax.set_yticks(range(1, len(items) + 1))
     ax.set_yticklabels([label for label, _ in items], fontsize=7)
     ax.axvline(1.0, color="grey", linestyle="--", linewidth=1)
