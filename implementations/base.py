@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,9 @@ class RunContext:
     # How far the run has got, for the harness's live display (e.g. level, batches_done,
     # batches_estimate); written by the implementation's driver thread, read by the display.
     progress: dict = field(default_factory=dict)
+    # Under a memory cap: the most any worker's executor JVM has grown since the run began, in bytes
+    # (its heap does not give back what an index build's shuffles took); None without a cap.
+    executor_growth: Callable[[], int] | None = None
 
     def report(self, **fields) -> None:
         self.progress.update(fields)

@@ -183,11 +183,13 @@ class BiGJoin(Implementation):
         cap = spark.sparkContext.getConf().get(CAP_CONF)
         if cap is not None:
             idle = int(spark.conf.get(IDLE_CONF, "0") or 0)
+            grown = max(0, self.ctx.executor_growth()) if self.ctx.executor_growth else 0
             source = (
-                f"default under a cap: (memory_per_worker={human(int(cap))} less {human(idle)} resident at the start "
-                f"and the index partition) / {COPY_FACTOR}, the copies in-flight data makes"
+                f"default under a cap: (memory_per_worker={human(int(cap))} less {human(idle)} resident at the start, "
+                f"{human(grown)} the executor grew by building the index, and the index partition) / {COPY_FACTOR}, "
+                "the copies in-flight data makes"
             )
-            return Budget(capped_budget(int(cap), idle, index), None, m, source)
+            return Budget(capped_budget(int(cap), idle + grown, index), None, m, source)
         memory, where = _worker_memory(spark, self.ctx.workers)
         return Budget(default_budget(memory, index), None, m, f"default: a quarter of {where} less the index partition")
 

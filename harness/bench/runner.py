@@ -519,6 +519,8 @@ class Runner:
             with self.counters.job_group(f"load:{source.name}"):
                 stream = updates.load_stream(spark, plan.run_params["updates"], directed.df, workdir)
         impl = plan.impl_cls(RunContext(spark, graph, plan.spec, req.workers, plan.impl_params, arrangements, stream))
+        if self._capped is not None:  # what the index's build left in the executors, for a budget chosen after it
+            impl.ctx.executor_growth = self._capped.executor_growth
         return _Loaded(graph, stream, impl)
 
     def _prepare_and_count(self, run: _Run, plan: _Plan, loaded: _Loaded) -> tuple[float, Outcome]:

@@ -72,6 +72,7 @@ class CappedWorkers:
     _last_peaks: list[int] = field(default_factory=list)
     _resident: list[int] = field(default_factory=list)  # each worker's largest resident sample since `begin`
     idle: list[int] = field(default_factory=list)  # each worker's resident bytes when the run began
+    _jvm_idle: list[int] = field(default_factory=list)  # each worker's executor JVM's resident bytes then
 
     def session(self, kernels: frozenset[str] | None = None):
         """Start the workers and a Spark session on them, warming the kernel families `kernels` (None:
@@ -156,6 +157,7 @@ class CappedWorkers:
         self._kills = [g.oom_kills() for g in groups]
         self._members = [self._named(g.pids()) for g in groups]
         self.idle = [g.resident() for g in groups]
+        self._jvm_idle = [_jvm_resident(g.pids()) for g in groups]
         self._resident = list(self.idle)
         for g in groups:
             g.reset_peak()
@@ -186,6 +188,11 @@ class CappedWorkers:
         groups = self.handle.caps() if self.handle else []
         if len(self._resident) == len(groups):
             self._resident = [max(seen, g.resident()) for seen, g in zip(self._resident, groups)]
+
+    def executor_growth(self) -> int:
+        """The most any worker's executor JVM has grown since `begin`, in resident bytes."""
+        groups = self.handle.caps() if self.handle else []
+        return max((_jvm_resident(g.pids()) - idle for g, idle in zip(groups, self._jvm_idle)), default=0)
 
     def resident_peaks(self) -> list[int]:
         """Each worker's largest resident sample (every POLL_S) since `begin`: a sampled peak, so a
@@ -233,6 +240,17 @@ def _stop_idle_python_workers(pids: list[int]) -> None:
         with contextlib.suppress(psutil.Error):
             process.terminate()
     psutil.wait_procs(workers, timeout=5)
+
+
+def _jvm_resident(pids: list[int]) -> int:
+    """The resident bytes of the executor JVM among `pids` (a worker's cgroup holds one, and its Python)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            process = psutil.Process(pid)
+            if process.name() == "java":
+                total += process.memory_info().rss
+    return total
 
 
 def _role(command: str) -> str:
