@@ -293,3 +293,27 @@ def test_a_capped_isolated_cluster_runs_capped_and_ends_MEM_there(tmp_path):
         refused.returncode == 2 and record["status"] == "DAT" and "caps its workers at 512.0 MiB, not 1.0 GiB" in record["error"]
     )
     assert not [g for g in c.cgroups if Path(g).exists()]
+
+
+def test_an_executor_s_growth_counts_its_jvm_and_not_its_python(tmp_path):
+    """What a capped worker's executor JVM grew is read from the JVM alone (its Python workers
+    allocate the budget's copies themselves): a real JVM and a real Python process, side by side."""
+    from harness.core.check_java import java_binary
+    from harness.spark.capped_cluster import _jvm_resident
+
+    source = tmp_path / "Hold.java"
+    source.write_text("class Hold { public static void main(String[] a) throws Exception { Thread.sleep(60000); } }")
+    java = subprocess.Popen([java_binary() or "java", "-Xmx64m", str(source)])
+    python = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(60)"])
+    try:
+        time.sleep(3)
+        import psutil
+
+        jvm = _jvm_resident([java.pid, python.pid])
+        alone = psutil.Process(java.pid).memory_info().rss
+        assert jvm > 16 << 20 and _jvm_resident([python.pid]) == 0
+        assert abs(jvm - alone) < 8 << 20, (jvm, alone)  # the JVM's own, not the 64 MiB of Python beside it
+    finally:
+        for process in (java, python):
+            process.kill()
+            process.wait()
