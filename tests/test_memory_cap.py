@@ -298,6 +298,8 @@ def test_a_capped_isolated_cluster_runs_capped_and_ends_MEM_there(tmp_path):
 def test_an_executor_s_growth_counts_its_jvm_and_not_its_python(tmp_path):
     """What a capped worker's executor JVM grew is read from the JVM alone (its Python workers
     allocate the budget's copies themselves): a real JVM and a real Python process, side by side."""
+    import psutil
+
     from harness.core.check_java import java_binary
     from harness.spark.capped_cluster import _jvm_resident
 
@@ -307,8 +309,6 @@ def test_an_executor_s_growth_counts_its_jvm_and_not_its_python(tmp_path):
     python = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(60)"])
     try:
         time.sleep(3)
-        import psutil
-
         jvm = _jvm_resident([java.pid, python.pid])
         alone = psutil.Process(java.pid).memory_info().rss
         assert jvm > 16 << 20 and _jvm_resident([python.pid]) == 0

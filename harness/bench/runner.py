@@ -518,9 +518,10 @@ class Runner:
             run.workdir = workdir = store.new_scratch("stream")  # Spark's tasks write it: the store, not /tmp
             with self.counters.job_group(f"load:{source.name}"):
                 stream = updates.load_stream(spark, plan.run_params["updates"], directed.df, workdir)
-        impl = plan.impl_cls(RunContext(spark, graph, plan.spec, req.workers, plan.impl_params, arrangements, stream))
-        if self._capped is not None:  # what the index's build left in the executors, for a budget chosen after it
-            impl.ctx.executor_growth = self._capped.executor_growth
+        # Capped: what the index's build left in the executors, for a budget chosen after it.
+        growth = self._capped.executor_growth if self._capped is not None else None
+        context = RunContext(spark, graph, plan.spec, req.workers, plan.impl_params, arrangements, stream, executor_growth=growth)
+        impl = plan.impl_cls(context)
         return _Loaded(graph, stream, impl)
 
     def _prepare_and_count(self, run: _Run, plan: _Plan, loaded: _Loaded) -> tuple[float, Outcome]:

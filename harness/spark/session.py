@@ -53,11 +53,11 @@ def jit() -> str:
     """The driver's and executors' JIT, as a run records it. C1 alone under HARNESS_JVM_QUICK=1: a JVM
     that lives seconds, as a test's does, spent about a third of its CPU in C2 (a clique4 run on
     rmat-small: 32 s of CPU, 21.5 s with C1 alone); a measured run keeps the JVM's default."""
-    return "C1 only (HARNESS_JVM_QUICK=1)" if os.environ.get(QUICK_JIT) == "1" else "tiered (C1 and C2)"
+    return "C1 only (HARNESS_JVM_QUICK=1)" if _quick_jit() else "tiered (C1 and C2)"
 
 
-def _jit_options() -> str:
-    return " -XX:TieredStopAtLevel=1" if os.environ.get(QUICK_JIT) == "1" else ""
+def _quick_jit() -> bool:
+    return os.environ.get(QUICK_JIT) == "1"
 
 
 def is_local(master: str) -> bool:
@@ -116,7 +116,7 @@ def _builder(master: str, workers: int, families: frozenset[str], probe: Path | 
 
     scratch = Path(os.environ.get("HARNESS_SPARK_TMP", Path(tempfile.gettempdir()) / "harness-spark"))
     scratch.mkdir(parents=True, exist_ok=True)
-    java_opts = f"-Dlog4j2.configurationFile=file:{_LOG4J}{_jit_options()}"
+    java_opts = f"-Dlog4j2.configurationFile=file:{_LOG4J}" + (" -XX:TieredStopAtLevel=1" if _quick_jit() else "")
     executor_java_opts = java_opts + (jvm_archive.mapped_options() if on_loopback(master) else "")
     builder = (
         SparkSession.builder.master(master)
