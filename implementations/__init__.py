@@ -6,7 +6,7 @@ from __future__ import annotations
 # First: importing it keys numba's cache on the kernels' source, before any kernel module's decorators run.
 from harness.core import numba_cache  # noqa: F401
 from harness.core.errors import DataError
-from implementations.base import BatchOutcome, Implementation, Outcome, Param, RunContext
+from implementations.base import BatchOutcome, Implementation, Outcome, Param, RunContext, WorkerCap
 from implementations.bigjoin import BiGJoin
 from implementations.bigjoin_carry import BiGJoinCarry
 from implementations.bigjoin_s import BiGJoinS
@@ -51,4 +51,4 @@ def get(name: str) -> type[Implementation]:
         raise DataError(f"unknown implementation '{name}' (registered: {', '.join(sorted(REGISTRY))})") from None
 
 
-__all__ = ["REGISTRY", "BatchOutcome", "Implementation", "Outcome", "Param", "RunContext", "get"]
+__all__ = ["REGISTRY", "BatchOutcome", "Implementation", "Outcome", "Param", "RunContext", "WorkerCap", "get"]

@@ -20,6 +20,18 @@ if TYPE_CHECKING:
     from harness.data.updates import UpdateStream
 
 
+@dataclass(frozen=True)
+class WorkerCap:
+    """A run on capped workers: what each worker may hold and what it already holds, for whatever
+    sizes itself from the room left (BiGJoin's default budget)."""
+
+    cap: int  # bytes per worker (--memory-per-worker)
+    idle: int  # the busiest worker's resident bytes as the run began (executor JVM and Python workers)
+    # The most any worker's executor JVM has grown since the run began, read when called: its heap
+    # does not give back what an index build's shuffles took.
+    executor_growth: Callable[[], int]
+
+
 @dataclass
 class RunContext:
     spark: SparkSession
@@ -37,9 +49,8 @@ class RunContext:
     # How far the run has got, for the harness's live display (e.g. level, batches_done,
     # batches_estimate); written by the implementation's driver thread, read by the display.
     progress: dict = field(default_factory=dict)
-    # Under a memory cap: the most any worker's executor JVM has grown since the run began, in bytes
-    # (its heap does not give back what an index build's shuffles took); None without a cap.
-    executor_growth: Callable[[], int] | None = None
+    # Under a memory cap (--memory-per-worker); None without one.
+    worker_cap: WorkerCap | None = None
 
     def report(self, **fields) -> None:
         self.progress.update(fields)

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from harness.core.errors import DataError
-from harness.core.params import CAP_CONF, IDLE_CONF, human
+from harness.core.params import human
 from harness.core.query import JoinSpec, in_query_order
 from implementations.base import Implementation, Listed, Outcome, Param, RunContext
 from implementations.extension.dataflow import DataflowGroup, DataflowJob
@@ -179,17 +179,15 @@ class BiGJoin(Implementation):
             if size < floor:
                 raise DataError(f"--memory-budget {given}: at least {floor} bytes (one prefix and one proposal)")
             return Budget(size, None, m, "--memory-budget")
-        spark, index = self.ctx.spark, self.index.partition_bytes()
-        cap = spark.sparkContext.getConf().get(CAP_CONF)
-        if cap is not None:
-            idle = int(spark.conf.get(IDLE_CONF, "0") or 0)
-            grown = max(0, self.ctx.executor_growth()) if self.ctx.executor_growth else 0
+        spark, index, capped = self.ctx.spark, self.index.partition_bytes(), self.ctx.worker_cap
+        if capped is not None:
+            grown = max(0, capped.executor_growth())
             source = (
-                f"default under a cap: (memory_per_worker={human(int(cap))} less {human(idle)} resident at the start, "
-                f"{human(grown)} the executor grew by building the index, and the index partition) / {COPY_FACTOR}, "
+                f"default under a cap: (memory_per_worker={human(capped.cap)} less {human(capped.idle)} resident at the start, "
+                f"{human(grown)} the executor JVM grew since (loading the graph, building the index), and the index partition) / {COPY_FACTOR}, "
                 "the copies in-flight data makes"
             )
-            return Budget(capped_budget(int(cap), idle + grown, index), None, m, source)
+            return Budget(capped_budget(capped.cap, capped.idle + grown, index), None, m, source)
         memory, where = _worker_memory(spark, self.ctx.workers)
         return Budget(default_budget(memory, index), None, m, f"default: a quarter of {where} less the index partition")
 

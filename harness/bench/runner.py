@@ -17,7 +17,7 @@ from harness.bench import census, listing, memory_model, recompute, shared_index
 from harness.bench.record import RunRecord
 from harness.core import motifs, results, store
 from harness.core.errors import DataError, ExecutionError, HarnessError, MemoryCapExceeded, RunTimeout
-from harness.core.params import IDLE_CONF, Param, human, resolve
+from harness.core.params import Param, human, resolve
 from harness.core.query import JoinSpec, Query, load_query, make_join_spec
 from harness.data import datasets, updates
 from harness.spark import capped_cluster, history, memory_cap
@@ -481,7 +481,7 @@ class Runner:
     def _load(self, run: _Run, plan: _Plan) -> _Loaded:
         """Start Spark (reported apart, outside wall_s), load the graph, the driver's edge arrays and the
         update stream, and build the implementation on them."""
-        from implementations import RunContext
+        from implementations import RunContext, WorkerCap
 
         req, record, metrics, source = run.req, run.record, run.record.metrics, plan.source
         if self._spark is None:  # session start-up is reported on its own, outside wall_s
@@ -492,7 +492,6 @@ class Runner:
         spark = self.spark
         if self._capped is not None:
             self._capped.begin()
-            spark.conf.set(IDLE_CONF, str(max(self._capped.idle, default=0)))
         spark_factory.set_workers(spark, req.workers)
         record.spark = {
             "master": spark.sparkContext.master,
@@ -518,9 +517,9 @@ class Runner:
             run.workdir = workdir = store.new_scratch("stream")  # Spark's tasks write it: the store, not /tmp
             with self.counters.job_group(f"load:{source.name}"):
                 stream = updates.load_stream(spark, plan.run_params["updates"], directed.df, workdir)
-        # Capped: what the index's build left in the executors, for a budget chosen after it.
-        growth = self._capped.executor_growth if self._capped is not None else None
-        context = RunContext(spark, graph, plan.spec, req.workers, plan.impl_params, arrangements, stream, executor_growth=growth)
+        capped = self._capped
+        worker_cap = None if capped is None else WorkerCap(capped.cap, max(capped.idle, default=0), capped.executor_growth)
+        context = RunContext(spark, graph, plan.spec, req.workers, plan.impl_params, arrangements, stream, worker_cap=worker_cap)
         impl = plan.impl_cls(context)
         return _Loaded(graph, stream, impl)
 

@@ -63,10 +63,3 @@ def human(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return str(n)
-
-
-# Spark settings through which the harness tells an implementation of its workers' memory (memory_cap sets them).
-CAP_CONF = "spark.harness.memoryPerWorker"  # the cap in bytes, for what sizes itself from it (BiGJoin's budget)
-# The busiest worker's resident bytes as a capped run begins (runtime SQL conf, set per run): the part of
-# the cap already taken by the executor JVM and its Python workers.
-IDLE_CONF = "spark.harness.idlePerWorker"

@@ -154,10 +154,11 @@ class CappedWorkers:
         groups = self.handle.caps() if self.handle else []
         for g in groups:
             _stop_idle_python_workers(g.pids())
+        members = [g.pids() for g in groups]  # once the idle Python workers are gone
         self._kills = [g.oom_kills() for g in groups]
-        self._members = [self._named(g.pids()) for g in groups]
+        self._members = [self._named(pids) for pids in members]
         self.idle = [g.resident() for g in groups]
-        self._jvm_idle = [_jvm_resident(g.pids()) for g in groups]
+        self._jvm_idle = [_jvm_resident(pids) for pids in members]
         self._resident = list(self.idle)
         for g in groups:
             g.reset_peak()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness.core import check_java
 from harness.core.errors import DataError
-from harness.core.params import CAP_CONF, parse_size
+from harness.core.params import parse_size
 
 V1_ROOT = Path("/sys/fs/cgroup/memory")
 V2_ROOT = Path("/sys/fs/cgroup")
@@ -207,5 +207,4 @@ def executor_conf(cap: int) -> dict[str, str]:
         # C1 only: C2's code cache and compiler arenas grew a capped executor by 20-30 MiB in a run, whatever
         # the run held (measured with -XX:NativeMemoryTracking=summary); times under a cap are not the point.
         "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",  # after the session's own (harness.spark.session)
-        CAP_CONF: str(cap),
     }
