@@ -253,6 +253,8 @@ def test_a_cap_is_hit_mid_query_and_a_large_one_gives_OK_with_the_same_count(tmp
         cap = large["metrics"]["memory_cap"]
         assert cap["cap_bytes"] == 3 << 30 and len(cap["peak_per_worker_bytes"]) == 2
         assert 0 < max(cap["peak_per_worker_bytes"]) <= 3 << 30
+        grown = cap["executor_jvm_growth_per_worker_bytes"]  # the executor JVMs, sampled through the run
+        assert len(grown) == 2 and max(grown) > 0 and min(grown) >= 0 and max(grown) < max(cap["resident_peak_per_worker_bytes"])
     assert by[("binary", "3g")]["count"] == by[("shares", "3g")]["count"]
     binary = by[("binary", "3g")]
     # binary's intermediates, from Spark's executed plan: the largest outgrows the input (clique4)
@@ -297,22 +299,32 @@ def test_a_capped_isolated_cluster_runs_capped_and_ends_MEM_there(tmp_path):
 
 def test_an_executor_s_growth_counts_its_jvm_and_not_its_python(tmp_path):
     """What a capped worker's executor JVM grew is read from the JVM alone (its Python workers
-    allocate the budget's copies themselves): a real JVM and a real Python process, side by side."""
+    allocate the budget's copies themselves): a real JVM that grows 48 MiB, beside a real Python process."""
     import psutil
 
     from harness.core.check_java import java_binary
-    from harness.spark.capped_cluster import _jvm_resident
+    from harness.spark.capped_cluster import _jvm_processes, _jvm_resident, _rss
 
     source = tmp_path / "Hold.java"
-    source.write_text("class Hold { public static void main(String[] a) throws Exception { Thread.sleep(60000); } }")
-    java = subprocess.Popen([java_binary() or "java", "-Xmx64m", str(source)])
+    grow = "byte[] b = new byte[48 << 20]; java.util.Arrays.fill(b, (byte) 1); new java.io.File(a[0]).createNewFile();"
+    source.write_text(
+        f"class Hold {{ public static void main(String[] a) throws Exception {{ Thread.sleep(1500); {grow} Thread.sleep(60000); }} }}"
+    )
+    grown = tmp_path / "grown"
+    java = subprocess.Popen([java_binary() or "java", "-Xmx128m", "-Xms16m", str(source), str(grown)])
     python = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(60)"])
     try:
-        time.sleep(3)
-        jvm = _jvm_resident([java.pid, python.pid])
-        alone = psutil.Process(java.pid).memory_info().rss
-        assert jvm > 16 << 20 and _jvm_resident([python.pid]) == 0
+        time.sleep(1)
+        jvms = _jvm_processes([java.pid, python.pid])
+        before = _rss(jvms)
+        deadline = time.monotonic() + 30
+        while not grown.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert grown.exists(), "the JVM did not allocate in 30 s"
+        jvm, alone = _jvm_resident([java.pid, python.pid]), psutil.Process(java.pid).memory_info().rss
+        assert [p.pid for p in jvms] == [java.pid] and _jvm_resident([python.pid]) == 0
         assert abs(jvm - alone) < 8 << 20, (jvm, alone)  # the JVM's own, not the 64 MiB of Python beside it
+        assert _rss(jvms) - before > 40 << 20, (before, _rss(jvms))  # its 48 MiB array, seen through the processes begin keeps
     finally:
         for process in (java, python):
             process.kill()

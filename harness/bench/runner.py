@@ -474,6 +474,7 @@ class Runner:
             "peak_per_worker_bytes": capped.peaks(),
             "resident_peak_per_worker_bytes": resident,
             "resident_idle_per_worker_bytes": capped.idle,
+            "executor_jvm_growth_per_worker_bytes": capped.executor_growth_peaks(),
             "model": memory_model.beside_model(record, resident, capped.idle),
             "enforced_by": "memory cgroup per worker (executor JVM + Python workers)",
         }

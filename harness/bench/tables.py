@@ -557,17 +557,23 @@ def unexpected_capacity_lines(records: list[RunRecord]) -> list[str]:
 
 
 def memory_model_table(records: list[RunRecord], title: str) -> Table | None:
-    """Each finished capped run's busiest worker: measured peak, its idle before the run, the model and
+    """Each finished capped run's busiest worker: measured peak, its idle before the run, what its executor
+    JVM grew (part of the peak the model does not count: Spark's shuffle and cache heap), the model and
     the ratios."""
     rows = [r for r in records if (r.memory_cap.get("model") or {}).get("predicted_bytes")]
     if not rows:
         return None
     table = Table(title=title, box=box.SIMPLE)
-    for col in ("case", "impl", "W", "cap", "peak", "idle", "model", "÷model", "added÷model"):
+    for col in ("case", "impl", "W", "cap", "peak", "idle", "JVM grew", "model", "÷model", "added÷model"):
         table.add_column(col, justify="left" if col in ("case", "impl") else "right")
     for r in sorted(rows, key=lambda r: (r.query_name, r.implementation, r.params.get("workers", 2))):
         model = r.memory_cap["model"]
         added = model.get("above_idle_over_model")
+        peaks, grown = (
+            r.memory_cap.get("resident_peak_per_worker_bytes") or [],
+            r.memory_cap.get("executor_jvm_growth_per_worker_bytes"),
+        )
+        busiest = peaks.index(max(peaks)) if peaks else None
         table.add_row(
             r.case_name,
             r.implementation,
@@ -575,6 +581,7 @@ def memory_model_table(records: list[RunRecord], title: str) -> Table | None:
             r.params["memory_per_worker"],
             fmt_bytes(model["measured_bytes"]),
             "-" if model.get("above_idle_bytes") is None else fmt_bytes(model["measured_bytes"] - model["above_idle_bytes"]),
+            "-" if not grown or busiest is None or busiest >= len(grown) else fmt_bytes(grown[busiest]),
             fmt_bytes(model["predicted_bytes"]),
             f"{model['measured_over_model']:.1f}",
             "-" if added is None else f"{added:.2f}",

@@ -73,6 +73,8 @@ class CappedWorkers:
     _resident: list[int] = field(default_factory=list)  # each worker's largest resident sample since `begin`
     idle: list[int] = field(default_factory=list)  # each worker's resident bytes when the run began
     _jvm_idle: list[int] = field(default_factory=list)  # each worker's executor JVM's resident bytes then
+    _jvms: list[list[psutil.Process]] = field(default_factory=list)  # each worker's executor JVM, sampled
+    _jvm_peak: list[int] = field(default_factory=list)  # each worker's executor JVM's largest resident sample
 
     def session(self, kernels: frozenset[str] | None = None):
         """Start the workers and a Spark session on them, warming the kernel families `kernels` (None:
@@ -158,7 +160,9 @@ class CappedWorkers:
         self._kills = [g.oom_kills() for g in groups]
         self._members = [self._named(pids) for pids in members]
         self.idle = [g.resident() for g in groups]
-        self._jvm_idle = [_jvm_resident(pids) for pids in members]
+        self._jvms = [_jvm_processes(pids) for pids in members]
+        self._jvm_idle = [_rss(jvms) for jvms in self._jvms]
+        self._jvm_peak = list(self._jvm_idle)
         self._resident = list(self.idle)
         for g in groups:
             g.reset_peak()
@@ -189,11 +193,18 @@ class CappedWorkers:
         groups = self.handle.caps() if self.handle else []
         if len(self._resident) == len(groups):
             self._resident = [max(seen, g.resident()) for seen, g in zip(self._resident, groups)]
+            self._jvm_peak = [max(seen, _rss(jvms)) for seen, jvms in zip(self._jvm_peak, self._jvms)]
 
     def executor_growth(self) -> int:
         """The most any worker's executor JVM has grown since `begin`, in resident bytes."""
         groups = self.handle.caps() if self.handle else []
         return max((_jvm_resident(g.pids()) - idle for g, idle in zip(groups, self._jvm_idle)), default=0)
+
+    def executor_growth_peaks(self) -> list[int]:
+        """Each worker's executor JVM: its largest resident sample since `begin` less its size then (heap
+        grown by shuffles and caches, which the JVM keeps; a JVM started after `begin` is not sampled)."""
+        self.sample()
+        return [peak - idle for peak, idle in zip(self._jvm_peak, self._jvm_idle)]
 
     def resident_peaks(self) -> list[int]:
         """Each worker's largest resident sample (every POLL_S) since `begin`: a sampled peak, so a
@@ -243,15 +254,28 @@ def _stop_idle_python_workers(pids: list[int]) -> None:
     psutil.wait_procs(workers, timeout=5)
 
 
-def _jvm_resident(pids: list[int]) -> int:
-    """The resident bytes of the executor JVM among `pids` (a worker's cgroup holds one, and its Python)."""
-    total = 0
+def _jvm_processes(pids: list[int]) -> list[psutil.Process]:
+    """The executor JVM among `pids` (a worker's cgroup holds one, and its Python workers)."""
+    found = []
     for pid in pids:
         with contextlib.suppress(psutil.Error):
             process = psutil.Process(pid)
             if process.name() == "java":
-                total += process.memory_info().rss
+                found.append(process)
+    return found
+
+
+def _rss(processes: list[psutil.Process]) -> int:
+    total = 0
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            total += process.memory_info().rss
     return total
+
+
+def _jvm_resident(pids: list[int]) -> int:
+    """The resident bytes of the executor JVM among `pids`."""
+    return _rss(_jvm_processes(pids))
 
 
 def _role(command: str) -> str:
