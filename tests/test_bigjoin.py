@@ -132,6 +132,27 @@ def test_index_is_built_once_per_graph_and_reused(runner):
     assert sum(t["python_task_s"].values()) <= t["executor_run_s"] * 1.1 + 0.1
 
 
+def test_an_index_whose_run_failed_in_its_query_is_charged_to_the_run_that_reuses_it(runner, monkeypatch):
+    # Under a cap bigjoin can end MEM in its query with its index built; bigjoin-carry then reuses that
+    # index, and its record must carry the build's seconds, not a free index.
+    from harness.core.errors import MemoryCapExceeded
+    from implementations.bigjoin import BiGJoin
+
+    def killed(self):
+        raise MemoryCapExceeded("worker 0 exceeded its memory cap (a test's stand-in for the kernel's kill)")
+
+    graph = "rmat:scale=7,ef=6,seed=13"
+    with monkeypatch.context() as patch:
+        patch.setattr(BiGJoin, "count", killed)
+        failed = runner.run(RunRequest("triangle", graph, "bigjoin", oracle="networkx", params={"index_build": "spark"}))
+    assert failed.status == "MEM", failed.error
+    reuse = runner.run(RunRequest("triangle", graph, "bigjoin-carry", oracle="networkx"))
+    assert reuse.status == "OK" and reuse.verified and reuse.metrics["index_reused"] is True, reuse.error
+    [build] = reuse.metrics["index_shared"]
+    assert build["implementation"] == "bigjoin" and build["trial"] == 0 and build["index_s"] > 0
+    assert reuse.metrics["index_charged_s"] == build["index_s"]
+
+
 def test_bad_batch_is_a_data_error(runner):
     record = runner.run(RunRequest("triangle", "rmat:scale=6,ef=4,seed=2", "bigjoin", params={"batch": 0}))
     assert record.status == "DAT" and "--batch" in record.error

@@ -233,6 +233,7 @@ class _Run:
     record: RunRecord
     workdir: Path | None = None  # a dynamic run's scratch for its stream, removed when the run ends
     staging: Path | None = None  # --output: where the matches are written until the run has finished them
+    prepared_s: float = 0.0  # seconds spent in prepare so far (every census shape's), charged to its builds
 
     @property
     def run_id(self) -> str:
@@ -535,12 +536,18 @@ class Runner:
         built_before = arrangements.begin()
         with MemorySampler(self.spark) as memory:
             metrics["memory"] = memory  # its report replaces it once it has stopped
-            if plan.census is None:
-                index_s, query_s, outcome = self._index_and_count(run, impl, deadline, listed=plan.listed)
-                index_reused = impl.index_reused
-            else:
-                index_s, query_s, outcome = self._census(run, plan, loaded, deadline)
-                index_reused = loaded.counted[0].index_reused
+            try:
+                if plan.census is None:
+                    index_s, query_s, outcome = self._index_and_count(run, impl, deadline, listed=plan.listed)
+                    index_reused = impl.index_reused
+                else:
+                    index_s, query_s, outcome = self._census(run, plan, loaded, deadline)
+                    index_reused = loaded.counted[0].index_reused
+            except BaseException:
+                # An index built by a run that then failed (MEM in its query) is still its build: a later
+                # run that reuses it is charged its seconds.
+                arrangements.settle(built_before, req.impl, req.trial, run.prepared_s)
+                raise
             metrics.update(index_s=round(index_s, 4), query_s=round(query_s, 4), index_reused=index_reused)
             shared_index.charge(metrics, arrangements.settle(built_before, req.impl, req.trial, index_s))
             metrics["wall_s"] = round(time.perf_counter() - run.started, 4)
@@ -560,6 +567,7 @@ class Runner:
         the run's job groups."""
         self.live["phase"] = f"index{shape}"
         index_s, _ = self.timed(f"{run.run_id}:index", impl.prepare, deadline, impl.ctx.cancelled)
+        run.prepared_s += index_s
         self.live["phase"] = f"query{shape}"
         query = impl.count
         if listed is not None:
