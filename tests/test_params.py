@@ -74,12 +74,12 @@ def test_the_run_flags_and_their_help_come_from_the_declarations(capsys):
 
 def test_the_harness_names_no_implementation_class():
     """harness/ reaches implementations through the registry (implementations.get, REGISTRY, kernels_of) and the
-    plug-in interface (RunContext, Param): it never names one implementation's class. (spark.py's
+    plug-in interface (RunContext, WorkerCap, Param): it never names one implementation's class. (spark.py's
     warm-up imports the shared kernels' modules, not an implementation.)"""
     import ast
     from pathlib import Path
 
-    interface = {"REGISTRY", "RunContext", "get", "kernels_of", "Param", "Implementation", "Outcome", "BatchOutcome"}
+    interface = {"REGISTRY", "RunContext", "WorkerCap", "get", "kernels_of", "Param", "Implementation", "Outcome", "BatchOutcome"}
     classes = {cls.__name__ for cls in implementations.REGISTRY.values()}
     for path in sorted((Path(__file__).parent.parent / "harness").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
