@@ -303,7 +303,7 @@ def test_an_executor_s_growth_counts_its_jvm_and_not_its_python(tmp_path):
     import psutil
 
     from harness.core.check_java import java_binary
-    from harness.spark.capped_cluster import _jvm_processes, _jvm_resident, _rss
+    from harness.spark.capped_cluster import _jvm_processes, _rss
 
     source = tmp_path / "Hold.java"
     grow = "byte[] b = new byte[48 << 20]; java.util.Arrays.fill(b, (byte) 1); new java.io.File(a[0]).createNewFile();"
@@ -321,8 +321,8 @@ def test_an_executor_s_growth_counts_its_jvm_and_not_its_python(tmp_path):
         while not grown.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert grown.exists(), "the JVM did not allocate in 30 s"
-        jvm, alone = _jvm_resident([java.pid, python.pid]), psutil.Process(java.pid).memory_info().rss
-        assert [p.pid for p in jvms] == [java.pid] and _jvm_resident([python.pid]) == 0
+        jvm, alone = _rss(_jvm_processes([java.pid, python.pid])), psutil.Process(java.pid).memory_info().rss
+        assert [p.pid for p in jvms] == [java.pid] and _rss(_jvm_processes([python.pid])) == 0
         assert abs(jvm - alone) < 8 << 20, (jvm, alone)  # the JVM's own, not the 64 MiB of Python beside it
         assert _rss(jvms) - before > 40 << 20, (before, _rss(jvms))  # its 48 MiB array, seen through the processes begin keeps
     finally:

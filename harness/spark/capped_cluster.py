@@ -196,9 +196,9 @@ class CappedWorkers:
             self._jvm_peak = [max(seen, _rss(jvms)) for seen, jvms in zip(self._jvm_peak, self._jvms)]
 
     def executor_growth(self) -> int:
-        """The most any worker's executor JVM has grown since `begin`, in resident bytes."""
-        groups = self.handle.caps() if self.handle else []
-        return max((_jvm_resident(g.pids()) - idle for g, idle in zip(groups, self._jvm_idle)), default=0)
+        """The most any worker's executor JVM has grown since `begin`, in resident bytes (the JVMs `begin`
+        found, as `sample` reads them)."""
+        return max((_rss(jvms) - idle for jvms, idle in zip(self._jvms, self._jvm_idle)), default=0)
 
     def executor_growth_peaks(self) -> list[int]:
         """Each worker's executor JVM: its largest resident sample since `begin` less its size then (heap
@@ -271,11 +271,6 @@ def _rss(processes: list[psutil.Process]) -> int:
         with contextlib.suppress(psutil.Error):
             total += process.memory_info().rss
     return total
-
-
-def _jvm_resident(pids: list[int]) -> int:
-    """The resident bytes of the executor JVM among `pids`."""
-    return _rss(_jvm_processes(pids))
 
 
 def _role(command: str) -> str:
