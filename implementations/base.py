@@ -30,6 +30,9 @@ class WorkerCap:
     # The most any worker's executor JVM has grown since the run began, read when called: its heap
     # does not give back what an index build's shuffles took.
     executor_growth: Callable[[], int]
+    # Each executor's heap ceiling (-Xmx): a query's shuffles grow the heap towards it after any
+    # budget is chosen (rmat-21 in docs/capacity.md), so what sizes itself reserves at least this.
+    executor_heap: int = 0
 
 
 @dataclass

@@ -182,12 +182,14 @@ class BiGJoin(Implementation):
         spark, index, capped = self.ctx.spark, self.index.partition_bytes(), self.ctx.worker_cap
         if capped is not None:
             grown = max(0, capped.executor_growth())
+            reserved = max(grown, capped.executor_heap)
             source = (
                 f"default under a cap: (memory_per_worker={human(capped.cap)} less {human(capped.idle)} resident at the start, "
-                f"{human(grown)} the executor JVM grew since (loading the graph, building the index), and the index partition) / {COPY_FACTOR}, "
-                "the copies in-flight data makes"
+                f"{human(reserved)} for the executor JVM (the larger of its heap ceiling, {human(capped.executor_heap)}, "
+                f"and the {human(grown)} it grew since the start, loading the graph and building the index), "
+                f"and the index partition) / {COPY_FACTOR}, the copies in-flight data makes"
             )
-            return Budget(capped_budget(capped.cap, capped.idle + grown, index), None, m, source)
+            return Budget(capped_budget(capped.cap, capped.idle + reserved, index), None, m, source)
         memory, where = _worker_memory(spark, self.ctx.workers)
         return Budget(default_budget(memory, index), None, m, f"default: a quarter of {where} less the index partition")
 

@@ -394,25 +394,31 @@ def test_budget_sizes_and_the_default_rule():
     assert budget.proposals(2) == (1 << 20) // 4 and budget.proposals(1) == (1 << 20) // (4 * 6)
 
 
-def test_under_a_cap_the_default_budget_leaves_out_the_idle_worker_its_growth_and_the_index():
-    # The rule as `prepare` applies it: the context's WorkerCap, read when the budget is chosen
+def test_under_a_cap_the_default_budget_leaves_out_the_idle_worker_the_executor_jvm_and_the_index():
+    # The rule as `prepare` applies it: the context's WorkerCap, read when the budget is chosen. The
+    # executor JVM is reserved the larger of its heap ceiling and what it grew so far.
     src, dst = np.array([0, 0, 1, 2]), np.array([1, 2, 2, 3])
     index = distributed_index.build_on_driver(src, dst, True, 2)
     impl = implementations.get("bigjoin").in_process(make_join_spec(BUILTINS["triangle"], "undirected"), 2, index)
     grown = [0]
-    impl.ctx.worker_cap = implementations.WorkerCap(1 << 30, 300 << 20, lambda: grown[0])
+    impl.ctx.worker_cap = implementations.WorkerCap(1 << 30, 300 << 20, lambda: grown[0], 100 << 20)
     before = impl.choose_budget()
-    assert before.bytes == capped_budget(1 << 30, 300 << 20, index.partition_bytes())
-    grown[0] = 200 << 20  # the index build's shuffles grew an executor JVM
+    assert before.bytes == capped_budget(1 << 30, 400 << 20, index.partition_bytes())  # the heap's ceiling
+    grown[0] = 50 << 20  # grown, but less than the heap may: the ceiling still holds
+    assert impl.choose_budget().bytes == before.bytes
+    grown[0] = 200 << 20  # the index build's shuffles grew an executor JVM past its heap (off-heap too)
     after = impl.choose_budget()
     assert after.bytes == capped_budget(1 << 30, 500 << 20, index.partition_bytes()) < before.bytes
     assert (
         "1.0 GiB" in after.source
         and "300.0 MiB resident at the start" in after.source
-        and "200.0 MiB the executor JVM grew since" in after.source
+        and "200.0 MiB for the executor JVM" in after.source
+        and "heap ceiling, 100.0 MiB" in after.source
     )
     grown[0] = -(50 << 20)  # an executor that shrank leaves the idle worker's figure as it was
     assert impl.choose_budget().bytes == before.bytes
+    impl.ctx.worker_cap = implementations.WorkerCap(1 << 30, 300 << 20, lambda: 0)  # no heap named: growth alone
+    assert impl.choose_budget().bytes == capped_budget(1 << 30, 300 << 20, index.partition_bytes())
     index.close()
 
 

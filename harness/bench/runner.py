@@ -520,7 +520,10 @@ class Runner:
             with self.counters.job_group(f"load:{source.name}"):
                 stream = updates.load_stream(spark, plan.run_params["updates"], directed.df, workdir)
         capped = self._capped
-        worker_cap = None if capped is None else WorkerCap(capped.cap, max(capped.idle, default=0), capped.executor_growth)
+        worker_cap = None
+        if capped is not None:
+            heap = memory_cap.heap_bytes(capped.cap)
+            worker_cap = WorkerCap(capped.cap, max(capped.idle, default=0), capped.executor_growth, heap)
         context = RunContext(spark, graph, plan.spec, req.workers, plan.impl_params, arrangements, stream, worker_cap=worker_cap)
         impl = plan.impl_cls(context)
         return _Loaded(graph, stream, impl)
