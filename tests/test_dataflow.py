@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -452,3 +453,27 @@ def test_the_block_index_is_the_same_routed_a_few_entries_at_a_time(monkeypatch)
         index.close()
         shutil.rmtree(whole.root, ignore_errors=True)
         shutil.rmtree(chunked.root, ignore_errors=True)
+
+
+def test_the_block_build_holds_a_chunk_of_entries_not_the_partition(monkeypatch):
+    # Under a cap at W = 4 on the LiveJournal twin the build held a partition's entries about eight
+    # times over (key, value, kind, block, whole and their concatenations) and its Python worker was
+    # killed; it now reads the lists a chunk at a time and holds only the split keys' entries whole.
+    rng = np.random.default_rng(7)
+    src, dst = rng.integers(0, 3000, 200_000), rng.integers(0, 3000, 200_000)
+    src[:4000] = 5  # one hub, cut into blocks
+    index = distributed_index.build_on_driver(src, dst, True, 2)
+    monkeypatch.setattr(block_index, "ROUTE_ROWS", 4096)
+    monkeypatch.setattr(exchange, "current_partition", lambda: 0)
+    root = block_index._new_root(index)
+    scatter = block_index._scatter(str(index.root), str(root), 2, 512, exchange.local_tokens(2))
+    tracemalloc.start()
+    try:
+        batches = sum(1 for _ in scatter(iter([None])))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        index.close()
+        shutil.rmtree(root, ignore_errors=True)
+    share = int(index.bytes_per_worker()[0])
+    assert batches > 10 and peak < share // 2, (batches, peak, share)

@@ -16,6 +16,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -116,82 +117,101 @@ def _scatter(source_root: str, root: str, workers: int, block_size: int, tokens:
             pass
         p = exchange.current_partition()
         keys, offsets, forward, reverse, _ = distributed_index.load_partition(source_root, p)[0].lists
-        entries = _Entries.of(np.asarray(keys), np.asarray(offsets), np.asarray(forward), np.asarray(reverse))
-        table = entries.cut(block_size, max(1, block_size // workers))
+        lists = _Lists(np.asarray(keys), np.asarray(offsets), (np.asarray(forward), np.asarray(reverse)))
+        cut, table = _Cut.of(lists, block_size, max(1, block_size // workers))
         for name, array in zip(SPLIT_FILES, table):
             store.save_array(os.path.join(root, f"p{p}", f"{name}.npy"), array)
-        for lo in range(0, len(entries.value), ROUTE_ROWS):
-            holder, key, value, kind = entries.routed(workers, slice(lo, lo + ROUTE_ROWS))
-            out_tokens, payloads = exchange.route(BlobKind.EDGES, holder, [key, value, kind], tokens, workers)
-            del holder, key, value, kind
-            if payloads:
-                yield from exchange.blob_batches(out_tokens, payloads)
+        for kind in (0, 1):
+            for lo in range(0, len(lists.values[kind]), ROUTE_ROWS):
+                holder, key, value, kinds = cut.routed(lists, kind, lo, lo + ROUTE_ROWS, workers)
+                out_tokens, payloads = exchange.route(BlobKind.EDGES, holder, [key, value, kinds], tokens, workers)
+                del holder, key, value, kinds
+                if payloads:
+                    yield from exchange.blob_batches(out_tokens, payloads)
 
     return scatter
 
 
-@dataclass
-class _Entries:
-    """Every list entry of one worker's keys, forward then reverse, with the block it falls in and
-    whether every worker holds its direction of the list whole."""
+class _Lists(NamedTuple):
+    """One worker's lists in the key-partitioned index (memory-mapped: read a chunk at a time)."""
 
-    key: np.ndarray
-    value: np.ndarray
-    kind: np.ndarray  # 0 forward, 1 reverse
-    block: np.ndarray  # int32
-    whole: np.ndarray  # bool per entry
     keys: np.ndarray  # the partition's keys
-    offsets: np.ndarray  # (2, keys + 1), as the partition's
+    offsets: np.ndarray  # (2, keys + 1)
+    values: tuple[np.ndarray, np.ndarray]  # forward, reverse
+
+
+@dataclass
+class _Cut:
+    """The long lists of one worker's keys cut into blocks: what routing a chunk of entries needs to
+    find each entry's block, and whether every worker holds its direction of the list whole. Only the
+    split keys' entries are read whole (to find their blocks' bounds); the rest are read by chunk."""
+
+    slot: np.ndarray  # per key of the partition: its split key's number, or -1 (not split)
+    bounds: np.ndarray  # int64: split key j's block bounds but the first, each as j * BOUND + bound
+    first_bound: np.ndarray  # per split key, where its bounds start in `bounds`
+    whole: np.ndarray  # (2, split keys) bool: that direction is held whole by every worker
+
+    BOUND = 1 << 32  # above every int32 value: j * BOUND + value orders by split key, then value
 
     @classmethod
-    def of(cls, keys, offsets, forward, reverse) -> _Entries:
-        degrees = np.diff(offsets, axis=1).astype(np.int64)
-        key = np.concatenate([np.repeat(keys, degrees[0]), np.repeat(keys, degrees[1])]).astype(np.int32, copy=False)
-        value = np.concatenate([forward, reverse]).astype(np.int32, copy=False)
-        kind = np.repeat(np.array([0, 1], np.int8), [len(forward), len(reverse)])
-        n = len(value)
-        return cls(key, value, kind, np.zeros(n, np.int32), np.zeros(n, bool), keys, offsets)
-
-    def cut(self, block_size: int, whole_at_most: int) -> tuple[np.ndarray, ...]:
-        """Cut every list longer than block_size into blocks (marking each entry's block, and the
-        directions of at most whole_at_most entries as held whole everywhere); return the split
-        keys' table (SPLIT_FILES)."""
-        offsets, n_forward = self.offsets, int(self.offsets[0, -1])
+    def of(cls, lists: _Lists, block_size: int, whole_at_most: int) -> tuple[_Cut, tuple[np.ndarray, ...]]:
+        """Cut every list longer than block_size into blocks, and mark the directions of at most
+        whole_at_most entries as held whole everywhere; also the split keys' table (SPLIT_FILES)."""
+        offsets = lists.offsets
         degrees = np.diff(offsets, axis=1).astype(np.int64)
         split = np.flatnonzero(degrees.sum(axis=0) > block_size)
-        lowers, counts, sizes, whole = [], [], [], []
+        lowers, sizes, whole = [], [], []
         for s in split:  # a few keys: the long lists
-            parts = (np.arange(offsets[0, s], offsets[0, s + 1]), n_forward + np.arange(offsets[1, s], offsets[1, s + 1]))
-            mine = np.concatenate(parts)
-            lower = np.concatenate([[0], np.sort(self.value[mine])[block_size::block_size]]).astype(np.int32)
-            self.block[mine] = np.searchsorted(lower[1:], self.value[mine], side="right")
+            parts = [np.asarray(lists.values[d][offsets[d, s] : offsets[d, s + 1]]) for d in (0, 1)]
+            lower = np.concatenate([[0], np.sort(np.concatenate(parts))[block_size::block_size]]).astype(np.int32)
             lowers.append(lower)
-            counts.append(len(lower))
-            sizes.append(np.stack([np.bincount(self.block[part], minlength=len(lower)) for part in parts]))
+            sizes.append(np.stack([np.bincount(_block_of(lower, part), minlength=len(lower)) for part in parts]))
             whole.append([len(part) <= whole_at_most for part in parts])
-            for part, held in zip(parts, whole[-1]):
-                self.whole[part] = held
-        return (
-            np.asarray(self.keys[split], np.int32),
-            np.concatenate(lowers) if lowers else np.zeros(0, np.int32),
-            np.asarray(counts, np.int64),
-            np.concatenate(sizes, axis=1).astype(np.int64) if sizes else np.zeros((2, 0), np.int64),
-            np.asarray(whole, np.int8).T.reshape(2, len(split)),
+        counts = np.asarray([len(lower) for lower in lowers], np.int64)
+        slot = np.full(len(lists.keys), -1, np.int32)
+        slot[split] = np.arange(len(split), dtype=np.int32)
+        bounds = [j * cls.BOUND + lower[1:].astype(np.int64) for j, lower in enumerate(lowers)]
+        cut = cls(
+            slot,
+            np.concatenate(bounds) if bounds else np.zeros(0, np.int64),
+            np.cumsum(counts - 1) - (counts - 1),
+            np.asarray(whole, bool).T.reshape(2, len(split)),
         )
+        table = (
+            np.asarray(lists.keys[split], np.int32),
+            np.concatenate(lowers) if lowers else np.zeros(0, np.int32),
+            counts,
+            np.concatenate(sizes, axis=1).astype(np.int64) if sizes else np.zeros((2, 0), np.int64),
+            cut.whole.astype(np.int8),
+        )
+        return cut, table
 
-    def routed(self, workers: int, rows: slice) -> tuple[np.ndarray, ...]:
-        """(holder, key, value, kind) of every copy to send of the entries `rows`: each entry to its
-        block's holder, and an entry of a direction held whole everywhere to every worker."""
-        key, value, kind, block, whole = (a[rows] for a in (self.key, self.value, self.kind, self.block, self.whole))
+    def routed(self, lists: _Lists, kind: int, lo: int, hi: int, workers: int) -> tuple[np.ndarray, ...]:
+        """(holder, key, value, kind) of every copy to send of entries lo:hi of direction `kind`: each
+        entry to its block's holder (an unsplit list's one block is its owner's), and an entry of a
+        direction held whole everywhere to every worker."""
+        value = np.asarray(lists.values[kind][lo:hi], np.int32)
+        at = np.searchsorted(lists.offsets[kind], np.arange(lo, lo + len(value)), side="right") - 1
+        key, slot = np.asarray(lists.keys[at], np.int32), self.slot[at]
+        del at
+        block, whole = np.zeros(len(value), np.int64), np.zeros(len(value), bool)
+        cut = np.flatnonzero(slot >= 0)
+        if len(cut):
+            j = slot[cut].astype(np.int64)
+            block[cut] = np.searchsorted(self.bounds, j * self.BOUND + value[cut], side="right") - self.first_bound[j]
+            whole[cut] = self.whole[kind, j]
         one = ~whole
         holder = np.concatenate(
-            [
-                ((partition_of(key, workers) + block) % workers)[one],
-                np.repeat(np.arange(workers), int(whole.sum())),
-            ]
+            [((partition_of(key, workers) + block) % workers)[one], np.repeat(np.arange(workers), int(whole.sum()))]
         )
-        copies = (np.concatenate([a[one], np.tile(a[whole], workers)]) for a in (key, value, kind))
+        kinds = np.full(len(value), kind, np.int8)
+        copies = (np.concatenate([a[one], np.tile(a[whole], workers)]) for a in (key, value, kinds))
         return (holder, *copies)
+
+
+def _block_of(lower: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The block of each value of one split list whose blocks start at `lower`."""
+    return np.searchsorted(lower[1:], values, side="right")
 
 
 def _finished(source: PartitionedIndex, root: Path, block_size: int, reports: list) -> BlockIndex:
