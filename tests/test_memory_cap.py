@@ -329,3 +329,15 @@ def test_an_executor_s_growth_counts_its_jvm_and_not_its_python(tmp_path):
         for process in (java, python):
             process.kill()
             process.wait()
+
+
+def test_an_executor_lost_to_its_heap_makes_a_capped_run_MEM():
+    # Shares at W = 4 under 1280m (results/runs/20261208T002003Z-3f4522-capacity): every executor exited
+    # with Spark's OutOfMemoryError code while the driver waited on a collect's socket, and the error
+    # it got named neither; the lost executors' reasons are what say MEM.
+    from harness.bench.runner import lost_to_a_heap
+
+    assert lost_to_a_heap({"executors_lost": ["0: Command exited with code 52", "1: Command exited with code 52"]})
+    assert not lost_to_a_heap({"executors_lost": ["3: Command exited with code 137", "4: worker lost"]})
+    assert not lost_to_a_heap({"executors_lost": []}) and not lost_to_a_heap({})
+    assert not lost_to_a_heap({"executors_lost": ["5: Command exited with code 520"]})

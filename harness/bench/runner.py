@@ -385,6 +385,8 @@ class Runner:
         if self._capped is not None:
             self._cap_verdict(run)
         self._finish(run)
+        if self._capped is not None and run.record.status == "EXE" and lost_to_a_heap(run.record.metrics):
+            self._cap_verdict(run, heap_lost=True)  # seen in the failed run's Spark counters, which _finish read
         self.live = {}
         return run.record
 
@@ -450,15 +452,16 @@ class Runner:
             raise DataError(problem)
         return CappedWorkers(cap, workers)
 
-    def _cap_verdict(self, run: _Run) -> None:
-        """MEM if a capped worker lost a process to its cap, or an executor's heap ran out; and each
-        worker's peak beside the cap, whatever the status."""
+    def _cap_verdict(self, run: _Run, heap_lost: bool = False) -> None:
+        """MEM if a capped worker lost a process to its cap, or an executor's heap ran out (in the
+        error, or `heap_lost`: Spark lost an executor to it); and each worker's peak beside the cap,
+        whatever the status."""
         capped, record = self._capped, run.record
         assert capped is not None
         hit = capped.hit() or capped.start_hit
         phase = "start-up" if capped.start_hit else self.live.get("phase", "start-up")
         text = f"{record.error}\n{record.traceback}"
-        if hit is not None or "OutOfMemoryError" in text:
+        if hit is not None or heap_lost or "OutOfMemoryError" in text:
             record.status = "MEM"
             heap = f"an executor's heap (-Xmx {human(memory_cap.heap_bytes(capped.cap))}) ran out"
             again = capped_cluster.REPEATED if capped.start_repeated else ""
@@ -837,6 +840,12 @@ def _maintainers() -> str:
 
 _WORKER_RAISED = "An exception was thrown from the Python worker"
 _LOST_TASK = re.compile(r"most recent failure: Lost task [^)]*\)[^:]*: (.*)")
+
+
+def lost_to_a_heap(metrics: dict) -> bool:
+    """Whether Spark lost an executor to an OutOfMemoryError (its exit code 52, SparkExitCode.OOM): a
+    failure that reaches the driver as another exception (a collect's socket, a lost stage) is MEM."""
+    return any(reason.endswith("exited with code 52") for reason in metrics.get("executors_lost") or [])
 
 
 def _first_line(exc: BaseException) -> str:
