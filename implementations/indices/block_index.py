@@ -16,7 +16,6 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -25,6 +24,7 @@ from implementations.gj import exchange
 from implementations.gj.arrays import mapped, readonly
 from implementations.gj.blocks import Blocks
 from implementations.gj.exchange import BlobKind
+from implementations.gj.extension_kernels import Lists
 from implementations.gj.keys import partition_of
 from implementations.indices import distributed_index
 from implementations.indices.distributed_index import PartitionedIndex, max_over_mean
@@ -116,13 +116,12 @@ def _scatter(source_root: str, root: str, workers: int, block_size: int, tokens:
         for _ in iterator:
             pass
         p = exchange.current_partition()
-        keys, offsets, forward, reverse, _ = distributed_index.load_partition(source_root, p)[0].lists
-        lists = _Lists(np.asarray(keys), np.asarray(offsets), (np.asarray(forward), np.asarray(reverse)))
+        lists = distributed_index.load_partition(source_root, p)[0].lists
         cut, table = _Cut.of(lists, block_size, max(1, block_size // workers))
         for name, array in zip(SPLIT_FILES, table):
             store.save_array(os.path.join(root, f"p{p}", f"{name}.npy"), array)
         for kind in (0, 1):
-            for lo in range(0, len(lists.values[kind]), ROUTE_ROWS):
+            for lo in range(0, len(_direction(lists, kind)), ROUTE_ROWS):
                 holder, key, value, kinds = cut.routed(lists, kind, lo, lo + ROUTE_ROWS, workers)
                 out_tokens, payloads = exchange.route(BlobKind.EDGES, holder, [key, value, kinds], tokens, workers)
                 del holder, key, value, kinds
@@ -130,14 +129,6 @@ def _scatter(source_root: str, root: str, workers: int, block_size: int, tokens:
                     yield from exchange.blob_batches(out_tokens, payloads)
 
     return scatter
-
-
-class _Lists(NamedTuple):
-    """One worker's lists in the key-partitioned index (memory-mapped: read a chunk at a time)."""
-
-    keys: np.ndarray  # the partition's keys
-    offsets: np.ndarray  # (2, keys + 1)
-    values: tuple[np.ndarray, np.ndarray]  # forward, reverse
 
 
 @dataclass
@@ -154,7 +145,7 @@ class _Cut:
     BOUND = 1 << 32  # above every int32 value: j * BOUND + value orders by split key, then value
 
     @classmethod
-    def of(cls, lists: _Lists, block_size: int, whole_at_most: int) -> tuple[_Cut, tuple[np.ndarray, ...]]:
+    def of(cls, lists: Lists, block_size: int, whole_at_most: int) -> tuple[_Cut, tuple[np.ndarray, ...]]:
         """Cut every list longer than block_size into blocks, and mark the directions of at most
         whole_at_most entries as held whole everywhere; also the split keys' table (SPLIT_FILES)."""
         offsets = lists.offsets
@@ -162,7 +153,7 @@ class _Cut:
         split = np.flatnonzero(degrees.sum(axis=0) > block_size)
         lowers, sizes, whole = [], [], []
         for s in split:  # a few keys: the long lists
-            parts = [np.asarray(lists.values[d][offsets[d, s] : offsets[d, s + 1]]) for d in (0, 1)]
+            parts = [_direction(lists, d)[offsets[d, s] : offsets[d, s + 1]] for d in (0, 1)]
             lower = np.concatenate([[0], np.sort(np.concatenate(parts))[block_size::block_size]]).astype(np.int32)
             lowers.append(lower)
             sizes.append(np.stack([np.bincount(_block_of(lower, part), minlength=len(lower)) for part in parts]))
@@ -186,11 +177,11 @@ class _Cut:
         )
         return cut, table
 
-    def routed(self, lists: _Lists, kind: int, lo: int, hi: int, workers: int) -> tuple[np.ndarray, ...]:
+    def routed(self, lists: Lists, kind: int, lo: int, hi: int, workers: int) -> tuple[np.ndarray, ...]:
         """(holder, key, value, kind) of every copy to send of entries lo:hi of direction `kind`: each
         entry to its block's holder (an unsplit list's one block is its owner's), and an entry of a
         direction held whole everywhere to every worker."""
-        value = np.asarray(lists.values[kind][lo:hi], np.int32)
+        value = np.asarray(_direction(lists, kind)[lo:hi], np.int32)
         at = np.searchsorted(lists.offsets[kind], np.arange(lo, lo + len(value)), side="right") - 1
         key, slot = np.asarray(lists.keys[at], np.int32), self.slot[at]
         del at
@@ -207,6 +198,11 @@ class _Cut:
         kinds = np.full(len(value), kind, np.int8)
         copies = (np.concatenate([a[one], np.tile(a[whole], workers)]) for a in (key, value, kinds))
         return (holder, *copies)
+
+
+def _direction(lists: Lists, kind: int) -> np.ndarray:
+    """A partition's forward (kind 0) or reverse (1) lists, memory-mapped: read a chunk at a time."""
+    return lists.reverse if kind else lists.forward
 
 
 def _block_of(lower: np.ndarray, values: np.ndarray) -> np.ndarray:
