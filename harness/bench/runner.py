@@ -386,7 +386,7 @@ class Runner:
             self._cap_verdict(run)
         self._finish(run)
         if self._capped is not None and run.record.status == "EXE" and lost_to_a_heap(run.record.metrics):
-            self._cap_verdict(run, heap_lost=True)  # seen in the failed run's Spark counters, which _finish read
+            self._mark_mem(run, None)  # seen in the failed run's Spark counters, which _finish read
         self.live = {}
         return run.record
 
@@ -452,25 +452,14 @@ class Runner:
             raise DataError(problem)
         return CappedWorkers(cap, workers)
 
-    def _cap_verdict(self, run: _Run, heap_lost: bool = False) -> None:
-        """MEM if a capped worker lost a process to its cap, or an executor's heap ran out (in the
-        error, or `heap_lost`: Spark lost an executor to it); and each worker's peak beside the cap,
-        whatever the status."""
+    def _cap_verdict(self, run: _Run) -> None:
+        """MEM if a capped worker lost a process to its cap, or an executor's heap ran out; and each
+        worker's peak beside the cap, whatever the status."""
         capped, record = self._capped, run.record
         assert capped is not None
         hit = capped.hit() or capped.start_hit
-        phase = "start-up" if capped.start_hit else self.live.get("phase", "start-up")
-        text = f"{record.error}\n{record.traceback}"
-        if hit is not None or heap_lost or "OutOfMemoryError" in text:
-            record.status = "MEM"
-            heap = f"an executor's heap (-Xmx {human(memory_cap.heap_bytes(capped.cap))}) ran out"
-            again = capped_cluster.REPEATED if capped.start_repeated else ""
-            record.error = f"{hit.describe(capped.cap) if hit else heap} in {phase}{again}"
-            record.memory_cap_hit = {
-                "worker": hit.worker if hit else None,
-                "killed": hit.killed if hit else [],
-                "phase": phase,
-            }
+        if hit is not None or "OutOfMemoryError" in f"{record.error}\n{record.traceback}":
+            self._mark_mem(run, hit)
         resident = capped.resident_peaks()
         record.metrics["memory_cap"] = {
             "cap_bytes": capped.cap,
@@ -481,6 +470,21 @@ class Runner:
             "executor_jvm_growth_per_worker_bytes": capped.executor_growth_peaks(),
             "model": memory_model.beside_model(record, resident, capped.idle),
             "enforced_by": "memory cgroup per worker (executor JVM + Python workers)",
+        }
+
+    def _mark_mem(self, run: _Run, hit: capped_cluster.CapHit | None) -> None:
+        """The run ended MEM: the cap killed a process (`hit`), or (None) an executor's heap ran out."""
+        capped, record = self._capped, run.record
+        assert capped is not None
+        phase = "start-up" if capped.start_hit else self.live.get("phase", "start-up")
+        record.status = "MEM"
+        heap = f"an executor's heap (-Xmx {human(memory_cap.heap_bytes(capped.cap))}) ran out"
+        again = capped_cluster.REPEATED if capped.start_repeated else ""
+        record.error = f"{hit.describe(capped.cap) if hit else heap} in {phase}{again}"
+        record.memory_cap_hit = {
+            "worker": hit.worker if hit else None,
+            "killed": hit.killed if hit else [],
+            "phase": phase,
         }
 
     def _load(self, run: _Run, plan: _Plan) -> _Loaded:
